@@ -1,0 +1,3 @@
+"""reflint: find misuse of JAX mutable array references before the code runs."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,19 @@
+"""Stable rule codes and names: a public interface (docs, noqa comments, CI configs)."""
+
+CODES: dict[str, str] = {
+    "REF001": "ref-returned",
+    "REF002": "ref-passed-twice",
+    "REF003": "ref-closed-over-and-passed",
+    "REF004": "freeze-outside-creation-scope",
+    "REF005": "mapped-write-to-closed-over-ref",
+    "REF006": "remat-of-impure-function",
+    "REF007": "ref-used-as-array",
+    "REF008": "differentiated-value-written-to-ref",
+    "REF009": "ref-of-ref",
+    "REF010": "use-after-freeze",
+    "REF011": "custom-vjp-fwd-foreign-ref",
+    "REF012": "traced-state-leak",
+    "REF013": "array-item-assignment",
+    "REF014": "redundant-donation",
+    "REF900": "parse-error",
+}
