@@ -1,0 +1,1548 @@
+"""The shared analysis of one module: computed once, queried by every rule.
+
+It answers, for a libcst module and without importing anything:
+
+1. which JAX API an expression names (imports and aliases resolved to qualified names,
+   see :mod:`reflint.api`);
+2. which expressions are Refs (abstract values flow through assignments, unpacking, containers,
+   attributes of ``self``, parameters bound at call sites, return values of local functions);
+3. which functions are traced, and by what (decorators, call forms, ``functools.partial``,
+   the function arguments of ``lax.scan``/``cond``/``switch``/``while_loop``/``fori_loop``/``map``,
+   ``custom_vjp`` rules, Pallas kernels), directly or through helpers they call;
+4. call-site bindings (argument -> parameter, through pytrees) and closures (refs a function
+   reads from enclosing scopes, module globals included).
+
+The evaluation is an abstract interpretation over the statements of each function in program
+order (branches merged), repeated until parameter and return summaries reach a fixpoint.
+Anything it cannot resolve is ``None`` (unknown), and rules stay silent on unknowns.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+import libcst as cst
+
+from . import api
+from .values import (
+    QN, ArrayVal, ClassVal, DictVal, FuncVal, InstanceVal, RefVal, SeqVal, SpecialVal, Transform,
+    TransformVal, Value, contains_ref, iter_refs, join, signature,
+)
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+MAX_ROUNDS = 4
+
+
+# --------------------------------------------------------------------------------------------
+# Facts recorded by the evaluation
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Param:
+    name: str
+    node: cst.Param
+    kind: str  # 'pos' (positional or keyword), 'posonly', 'kwonly', 'vararg', 'kwarg'
+    annotation_qn: Optional[str] = None
+
+
+@dataclass(eq=False)
+class Role:
+    """One way a function is traced: ``kind`` is a transform or a control-flow role."""
+
+    kind: str  # api.JIT, api.VMAP, ..., or 'scan', 'cond', 'switch', 'while_cond', 'while_body',
+    # 'fori', 'map', 'custom_vjp_fwd', 'custom_vjp_bwd', 'custom_jvp_rule', 'pallas_kernel'
+    node: cst.CSTNode  # decorator, transform call or control-flow call
+    transform: Optional[Transform] = None
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    node: Any  # cst.FunctionDef | cst.Lambda | cst.Module
+    name: str
+    parent: Optional["FunctionInfo"]
+    cls: Optional["ClassInfo"] = None
+    params: list = field(default_factory=list)
+    is_method: bool = False
+    decorator_kinds: tuple = ()  # 'staticmethod', 'classmethod', 'property'
+    roles: dict = field(default_factory=dict)  # (kind, id(node)) -> Role
+    seeds: dict = field(default_factory=dict)  # param name -> Value (from call sites)
+    defaults: dict = field(default_factory=dict)  # param name -> Value
+    summary: dict = field(default_factory=dict)  # name -> joined Value of every binding
+    closure_refs: dict = field(default_factory=dict)  # free name -> (RefVal, first load node)
+    returns: list = field(default_factory=list)  # ReturnFact
+    return_value: Optional[Value] = None
+    callers: list = field(default_factory=list)  # (caller FunctionInfo, call node)
+    custom_vjp: Optional[dict] = None  # for a custom_vjp primal: {'fwd': info, 'bwd': info}
+    custom_vjp_primal: Optional["FunctionInfo"] = None  # for fwd/bwd rules
+
+    @property
+    def is_module(self) -> bool:
+        return isinstance(self.node, cst.Module)
+
+    @property
+    def is_lambda(self) -> bool:
+        return isinstance(self.node, cst.Lambda)
+
+    def role_kinds(self) -> set:
+        return {r.kind for r in self.roles.values()}
+
+    def has_role(self, *kinds: str) -> bool:
+        return any(r.kind in kinds for r in self.roles.values())
+
+    def param(self, name: str) -> Optional[Param]:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+    def encloses(self, other: Optional["FunctionInfo"]) -> bool:
+        while other is not None:
+            if other is self:
+                return True
+            other = other.parent
+        return False
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"<FunctionInfo {self.name}>"
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: cst.ClassDef
+    name: str
+    attrs: dict = field(default_factory=dict)  # self.<attr> -> joined Value
+    methods: dict = field(default_factory=dict)  # name -> FuncVal
+
+
+@dataclass(eq=False)
+class ReturnFact:
+    func: FunctionInfo
+    node: cst.CSTNode  # the Return statement, or the lambda
+    expr: Optional[cst.BaseExpression]  # the returned expression (lambda body)
+    value: Optional[Value]
+
+
+@dataclass(eq=False)
+class RefUse:
+    """A Ref used as an Array: ``kind`` in 'binop', 'unary', 'compare', 'call_arg', 'attr',
+    'builtin', 'augassign'."""
+
+    kind: str
+    expr: cst.BaseExpression  # the ref expression
+    ref: RefVal
+    context: cst.CSTNode  # the enclosing operation
+    detail: str  # operator, function or attribute name
+    func: FunctionInfo
+
+
+@dataclass(eq=False)
+class RefAccess:
+    """A read or write of a ref: ``kind`` in 'read', 'setitem', 'augitem', 'set', 'swap',
+    'addupdate', 'get'."""
+
+    kind: str
+    node: cst.CSTNode  # the statement or call
+    ref_expr: cst.BaseExpression
+    ref: RefVal
+    value_expr: Optional[cst.BaseExpression]
+    func: FunctionInfo
+
+    @property
+    def is_write(self) -> bool:
+        return self.kind not in ("read", "get")
+
+
+@dataclass(eq=False)
+class Creation:
+    node: cst.Call
+    func: FunctionInfo
+    ref: RefVal
+    init_expr: Optional[cst.BaseExpression]
+    init_value: Optional[Value]
+    api_name: str
+
+
+@dataclass(eq=False)
+class Freeze:
+    node: cst.Call
+    func: FunctionInfo
+    ref_expr: cst.BaseExpression
+    ref: RefVal
+
+
+@dataclass(eq=False)
+class UseAfterFreeze:
+    node: cst.CSTNode  # the use
+    kind: str  # 'read', 'write', 'freeze', 'pass'
+    ref: RefVal
+    freeze_node: cst.Call
+    func: FunctionInfo
+
+
+@dataclass(eq=False)
+class Binding:
+    param: Optional[str]  # None when the argument reaches no known parameter (e.g. *args)
+    value: Optional[Value]
+    expr: Optional[cst.BaseExpression]
+
+
+@dataclass(eq=False)
+class TracedCall:
+    """A call that traces ``target`` (or several targets, e.g. cond branches).
+
+    ``kind`` is the outermost transform/control-flow kind (api.JIT, api.SCAN, ...);
+    ``bindings`` the argument values that reach the traced function's parameters;
+    ``operands`` every traced-operand value in the call (for aliasing checks).
+    """
+
+    kind: str
+    node: cst.Call
+    func: FunctionInfo  # the caller
+    targets: list  # FunctionInfo
+    transforms: tuple
+    operands: list  # (Value, expr)
+    bindings: dict  # id(target info) -> {param: Binding}
+
+
+@dataclass(eq=False)
+class PlainCall:
+    node: cst.Call
+    caller: FunctionInfo
+    callee: FunctionInfo
+    bindings: dict
+
+
+# --------------------------------------------------------------------------------------------
+# Flow state
+# --------------------------------------------------------------------------------------------
+
+
+class _State:
+    __slots__ = ("env", "frozen", "dead")
+
+    def __init__(self, env=None, frozen=None):
+        self.env: dict = env if env is not None else {}
+        self.frozen: dict = frozen if frozen is not None else {}  # ref key -> freeze call
+        self.dead = False  # after return/raise/continue/break
+
+    def copy(self) -> "_State":
+        s = _State(dict(self.env), dict(self.frozen))
+        s.dead = self.dead
+        return s
+
+    @staticmethod
+    def merge(a: "_State", b: "_State") -> "_State":
+        if a.dead:
+            return b.copy() if not b.dead else b
+        if b.dead:
+            return a
+        env = {}
+        for k in a.env.keys() | b.env.keys():
+            env[k] = join(a.env.get(k), b.env.get(k)) if (k in a.env and k in b.env) else None
+        frozen = {k: v for k, v in a.frozen.items() if k in b.frozen}
+        return _State(env, frozen)
+
+
+class _Unbound:
+    """Marker for a name deleted or not yet bound in a function."""
+
+
+# --------------------------------------------------------------------------------------------
+# The analysis
+# --------------------------------------------------------------------------------------------
+
+
+class ModuleAnalysis:
+    """Analysis of one module. Build with ``ModuleAnalysis(module)``; rules read the facts."""
+
+    def __init__(self, module: cst.Module, path: str = "<string>"):
+        self.module = module
+        self.path = path
+        self.module_info = FunctionInfo(node=module, name="<module>", parent=None)
+        self.functions: dict[int, FunctionInfo] = {}  # id(node) -> FunctionInfo
+        self.classes: dict[int, ClassInfo] = {}
+        self.has_star_import = False
+        self._pallas_kernels: dict[int, set] = {}  # id(kernel info) -> non-ref param names
+        self._run()
+
+    # -- public queries ------------------------------------------------------------------
+
+    def function_of(self, node: cst.CSTNode) -> Optional[FunctionInfo]:
+        return self.functions.get(id(node))
+
+    def all_functions(self) -> list[FunctionInfo]:
+        return list(self.functions.values())
+
+    def traced_functions(self) -> list[FunctionInfo]:
+        return [f for f in self.functions.values() if f.roles]
+
+    def value_of(self, node: cst.CSTNode) -> Optional[Value]:
+        return self._values.get(id(node))
+
+    def ref_of(self, node: cst.CSTNode) -> Optional[RefVal]:
+        v = self._values.get(id(node))
+        return v if isinstance(v, RefVal) else None
+
+    def is_traced(self, info: Optional[FunctionInfo]) -> bool:
+        """True if ``info`` runs under a trace: it has a role, is called from (or nested in
+        and called by) a traced function."""
+        return info is not None and id(info) in self._traced
+
+    def trace_kinds(self, info: FunctionInfo) -> set:
+        """Every role kind under which ``info`` runs, its own and its traced callers'."""
+        return self._traced.get(id(info), set())
+
+    def description(self, ref: RefVal) -> str:
+        """Where a ref comes from, for messages."""
+        name = ref.name or "the ref"
+        if ref.origin == "created" and ref.node is not None:
+            line = self.line_of(ref.node)
+            if line:
+                return f"{name} was created on line {line}"
+        if ref.origin in ("param", "pallas"):
+            owner = ref.scope.name if ref.scope else "the function"
+            return f"{name} is a ref parameter of {owner}"
+        return ""
+
+    def line_of(self, node: cst.CSTNode) -> Optional[int]:
+        pos = self.position(node)
+        return pos[0] if pos else None
+
+    def position(self, node: cst.CSTNode):
+        """(line, column, end_line, end_column), 1-based columns; computed lazily."""
+        if self._positions is None:
+            wrapper = cst.metadata.MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._positions = wrapper.resolve(cst.metadata.PositionProvider)
+        rng = self._positions.get(node)
+        if rng is None:
+            return None
+        return (rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1)
+
+    # -- driver ------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        self._positions = None
+        prev_sig = None
+        for _ in range(MAX_ROUNDS):
+            self._reset_round()
+            self._eval_function(self.module_info)
+            while self._queue:
+                info = self._queue.pop(0)
+                self._eval_function(info)
+            sig = self._round_signature()
+            if sig == prev_sig or not self._interprocedural:
+                break
+            prev_sig = sig
+            self._carry_over()
+        self._compute_traced()
+
+    def _reset_round(self) -> None:
+        self._values: dict[int, Value] = {}
+        self._queue: list[FunctionInfo] = []
+        self._queued: set = set()
+        self._interprocedural = False
+        self.returns: list[ReturnFact] = []
+        self.ref_uses: list[RefUse] = []
+        self.accesses: list[RefAccess] = []
+        self.creations: list[Creation] = []
+        self.freezes: list[Freeze] = []
+        self.after_freeze: list[UseAfterFreeze] = []
+        self.traced_calls: list[TracedCall] = []
+        self.plain_calls: list[PlainCall] = []
+        self.attribute_writes: list = []  # (node, target value, attr, value, func)
+        self.item_writes: list = []  # (node, target value, value expr, func)
+        self.mutating_calls: list = []  # (call node, receiver value, method, func)
+        self._new_seeds: dict = {}  # id(info) -> {param: Value}
+        self._new_returns: dict = {}  # id(info) -> Value
+        self._new_attrs: dict = {}  # id(cls) -> {attr: Value}
+        for info in self.functions.values():
+            info.roles = {}
+            info.returns = []
+            info.closure_refs = {}
+            info.summary = {}
+            info.callers = []
+        self.module_info.summary = {}
+        self.module_info.roles = {}
+
+    def _round_signature(self):
+        seeds = tuple(sorted(
+            (k, tuple(sorted((p, signature(v)) for p, v in d.items())))
+            for k, d in self._new_seeds.items()))
+        rets = tuple(sorted((k, signature(v)) for k, v in self._new_returns.items()))
+        attrs = tuple(sorted(
+            (k, tuple(sorted((a, signature(v)) for a, v in d.items())))
+            for k, d in self._new_attrs.items()))
+        return seeds, rets, attrs
+
+    def _carry_over(self) -> None:
+        for info in self.functions.values():
+            info.seeds = self._new_seeds.get(id(info), {})
+            info.return_value = self._new_returns.get(id(info))
+        for cls in self.classes.values():
+            cls.attrs = self._new_attrs.get(id(cls), {})
+
+    def _compute_traced(self) -> None:
+        """Propagate tracing from traced functions to the local functions they call."""
+        traced: dict[int, set] = {}
+        work = []
+        for info in self.functions.values():
+            if info.roles:
+                traced[id(info)] = set(info.role_kinds())
+                work.append(info)
+        callees: dict[int, list] = {}
+        for call in self.plain_calls:
+            callees.setdefault(id(call.caller), []).append(call.callee)
+        for call in self.traced_calls:
+            for t in call.targets:
+                callees.setdefault(id(call.func), []).append(t)
+        while work:
+            info = work.pop()
+            kinds = traced[id(info)]
+            for callee in callees.get(id(info), ()):
+                have = traced.setdefault(id(callee), set())
+                if not kinds <= have:
+                    have |= kinds
+                    work.append(callee)
+        self._traced = traced
+
+    # -- functions ---------------------------------------------------------------------------
+
+    def _get_function(self, node, parent: FunctionInfo, cls: Optional[ClassInfo]) -> FunctionInfo:
+        info = self.functions.get(id(node))
+        if info is None:
+            if isinstance(node, cst.Lambda):
+                name = "<lambda>"
+            else:
+                name = node.name.value
+            info = FunctionInfo(node=node, name=name, parent=parent, cls=cls)
+            info.params = _params_of(node.params)
+            info.is_method = cls is not None
+            self.functions[id(node)] = info
+        return info
+
+    def _enqueue(self, info: FunctionInfo) -> None:
+        if id(info) not in self._queued:
+            self._queued.add(id(info))
+            self._queue.append(info)
+
+    def _eval_function(self, info: FunctionInfo) -> None:
+        state = _State()
+        self._func = info
+        if info.is_module:
+            self._exec_block(info.node.body, state)
+            self._record_summary(info, state)
+            return
+        for p in info.params:
+            state.env[p.name] = self._param_value(info, p)
+            info.summary[p.name] = state.env[p.name]
+        if info.is_lambda:
+            value = self._eval(info.node.body, state)
+            fact = ReturnFact(info, info.node, info.node.body, value)
+            info.returns.append(fact)
+            self.returns.append(fact)
+            self._note_return(info, value)
+        else:
+            self._exec_block(info.node.body.body if isinstance(info.node.body, cst.IndentedBlock)
+                             else info.node.body.body, state)
+        self._record_summary(info, state)
+
+    def _record_summary(self, info: FunctionInfo, state: _State) -> None:
+        for name, value in state.env.items():
+            if name in info.summary:
+                continue
+            info.summary[name] = value
+
+    def _param_value(self, info: FunctionInfo, p: Param) -> Optional[Value]:
+        if p.annotation_qn is None and p.node.annotation is not None:
+            p.annotation_qn = self._annotation_qn(p.node.annotation.annotation, info)
+        if p.annotation_qn and api.canonical(p.annotation_qn) == api.REF_TYPE:
+            return RefVal(key=("param", id(info.node), p.name), origin="param", node=p.node,
+                          scope=info, name=p.name)
+        if info.is_method and p is info.params[0] and p.kind in ("pos", "posonly") and \
+                "staticmethod" not in info.decorator_kinds:
+            if "classmethod" in info.decorator_kinds:
+                return ClassVal(info.cls)
+            return InstanceVal(info.cls)
+        if id(info) in self._pallas_kernels and p.kind in ("pos", "posonly") and \
+                p.name not in self._pallas_kernels[id(info)]:
+            return RefVal(key=("param", id(info.node), p.name), origin="pallas", node=p.node,
+                          scope=info, name=p.name)
+        seed = info.seeds.get(p.name)
+        if seed is not None:
+            return self._rebase(seed, info, p)
+        return None
+
+    def _rebase(self, value: Optional[Value], info: FunctionInfo, p: Param, path: str = ""):
+        """A call-site value seen from inside the callee: refs become the parameter's refs."""
+        if isinstance(value, RefVal):
+            return RefVal(key=("param", id(info.node), p.name, path), origin="param", node=p.node,
+                          scope=info, name=p.name if not path else f"{p.name}{path}")
+        if isinstance(value, SeqVal):
+            return SeqVal(tuple(self._rebase(v, info, p, f"{path}[{i}]")
+                                for i, v in enumerate(value.items)), value.kind)
+        if isinstance(value, DictVal):
+            return DictVal({k: self._rebase(v, info, p, f"{path}[{k!r}]")
+                            for k, v in value.items.items()})
+        return value
+
+    def _annotation_qn(self, expr, info) -> Optional[str]:
+        if isinstance(expr, cst.Subscript):  # Ref[...] / Optional[Ref]
+            expr = expr.value
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+            try:
+                text = expr.evaluated_value  # type: ignore[union-attr]
+                expr = cst.parse_expression(text)
+            except Exception:
+                return None
+        v = self._lookup_static(expr, info)
+        return v.qualname if isinstance(v, QN) else None
+
+    def _lookup_static(self, expr, info) -> Optional[Value]:
+        if isinstance(expr, cst.Name):
+            return self._lookup_enclosing(expr.value, info, None)
+        if isinstance(expr, cst.Attribute):
+            base = self._lookup_static(expr.value, info)
+            if isinstance(base, QN):
+                return QN(f"{base.qualname}.{expr.attr.value}")
+        return None
+
+    # -- statements --------------------------------------------------------------------------
+
+    def _exec_block(self, stmts: Iterable, state: _State) -> None:
+        for stmt in stmts:
+            if state.dead:
+                return
+            self._exec(stmt, state)
+
+    def _exec(self, stmt, state: _State) -> None:
+        t = type(stmt)
+        if t is cst.SimpleStatementLine:
+            for small in stmt.body:
+                self._exec_small(small, state)
+            return
+        if t is cst.FunctionDef:
+            self._exec_def(stmt, state)
+        elif t is cst.ClassDef:
+            self._exec_class(stmt, state)
+        elif t is cst.If:
+            self._exec_if(stmt, state)
+        elif t is cst.For:
+            it = self._eval(stmt.iter, state)
+            entry = state.copy()
+            self._bind_target(stmt.target, _element_of(it), state, stmt)
+            self._exec_block(_body(stmt.body), state)
+            state.dead = False
+            merged = _State.merge(entry, state)
+            if stmt.orelse is not None:
+                self._exec_block(_body(stmt.orelse.body), merged)
+            state.env, state.frozen, state.dead = merged.env, merged.frozen, merged.dead
+        elif t is cst.While:
+            self._eval(stmt.test, state)
+            entry = state.copy()
+            self._exec_block(_body(stmt.body), state)
+            state.dead = False
+            merged = _State.merge(entry, state)
+            if stmt.orelse is not None:
+                self._exec_block(_body(stmt.orelse.body), merged)
+            state.env, state.frozen, state.dead = merged.env, merged.frozen, merged.dead
+        elif t in (cst.With,):
+            for item in stmt.items:
+                v = self._eval(item.item, state)
+                if item.asname is not None:
+                    self._bind_target(item.asname.name, None if not isinstance(v, RefVal) else v,
+                                      state, stmt)
+            self._exec_block(_body(stmt.body), state)
+        elif t in (cst.Try, getattr(cst, "TryStar", cst.Try)):
+            entry = state.copy()
+            self._exec_block(_body(stmt.body), state)
+            after_body = state.copy()
+            results = [after_body]
+            for h in stmt.handlers:
+                hs = entry.copy()
+                if h.type is not None:
+                    self._eval(h.type, hs)
+                if h.name is not None:
+                    self._bind_target(h.name.name, None, hs, stmt)
+                self._exec_block(_body(h.body), hs)
+                results.append(hs)
+            if stmt.orelse is not None:
+                self._exec_block(_body(stmt.orelse.body), after_body)
+            merged = results[0]
+            for r in results[1:]:
+                merged = _State.merge(merged, r)
+            state.env, state.frozen, state.dead = merged.env, merged.frozen, merged.dead
+            if stmt.finalbody is not None:
+                was_dead = state.dead
+                state.dead = False
+                self._exec_block(_body(stmt.finalbody.body), state)
+                state.dead = state.dead or was_dead
+        elif t is cst.Match:
+            self._eval(stmt.subject, state)
+            results = []
+            for case in stmt.cases:
+                cs = state.copy()
+                self._exec_block(_body(case.body), cs)
+                results.append(cs)
+            merged = state.copy()
+            for r in results:
+                merged = _State.merge(merged, r)
+            state.env, state.frozen, state.dead = merged.env, merged.frozen, merged.dead
+        elif isinstance(stmt, cst.BaseSmallStatement):
+            self._exec_small(stmt, state)
+        elif hasattr(stmt, "body"):  # unknown compound statement: be conservative
+            body = getattr(stmt.body, "body", None)
+            if isinstance(body, (list, tuple)):
+                self._exec_block(body, state)
+
+    def _exec_if(self, stmt: cst.If, state: _State) -> None:
+        self._eval(stmt.test, state)
+        then = state.copy()
+        self._exec_block(_body(stmt.body), then)
+        other = state.copy()
+        if isinstance(stmt.orelse, cst.If):
+            self._exec_if(stmt.orelse, other)
+        elif isinstance(stmt.orelse, cst.Else):
+            self._exec_block(_body(stmt.orelse.body), other)
+        merged = _State.merge(then, other)
+        state.env, state.frozen, state.dead = merged.env, merged.frozen, merged.dead
+
+    def _exec_small(self, stmt, state: _State) -> None:
+        t = type(stmt)
+        if t is cst.Expr:
+            self._eval(stmt.value, state)
+        elif t is cst.Assign:
+            value = self._eval(stmt.value, state)
+            for target in stmt.targets:
+                self._bind_target(target.target, value, state, stmt, value_expr=stmt.value)
+        elif t is cst.AnnAssign:
+            value = self._eval(stmt.value, state) if stmt.value is not None else None
+            ann = self._annotation_qn(stmt.annotation.annotation, self._func)
+            if stmt.value is not None and value is None and ann and \
+                    api.canonical(ann) == api.REF_TYPE:
+                value = None  # annotated Ref but the value is unknown: trust the value only
+            if stmt.value is not None:
+                self._bind_target(stmt.target, value, state, stmt, value_expr=stmt.value)
+        elif t is cst.AugAssign:
+            self._exec_augassign(stmt, state)
+        elif t is cst.Return:
+            value = self._eval(stmt.value, state) if stmt.value is not None else None
+            fact = ReturnFact(self._func, stmt, stmt.value, value)
+            self._func.returns.append(fact)
+            self.returns.append(fact)
+            self._note_return(self._func, value)
+            state.dead = True
+        elif t is cst.Raise:
+            if stmt.exc is not None:
+                self._eval(stmt.exc, state)
+            state.dead = True
+        elif t in (cst.Continue, cst.Break):
+            state.dead = True
+        elif t is cst.Import:
+            for alias in stmt.names:
+                full = _dotted(alias.name)
+                if full is None:
+                    continue
+                if alias.asname is not None:
+                    self._bind_name(_as_name(alias.asname), QN(full), state)
+                else:
+                    top = full.split(".")[0]
+                    self._bind_name(top, QN(top), state)
+        elif t is cst.ImportFrom:
+            self._exec_import_from(stmt, state)
+        elif t is cst.Assert:
+            self._eval(stmt.test, state)
+        elif t is cst.Del:
+            self._del_target(stmt.target, state)
+        elif t in (cst.Global, cst.Nonlocal):
+            for n in stmt.names:
+                state.env.pop(n.name.value, None)
+                self._func.summary.setdefault(n.name.value, None)
+
+    def _exec_import_from(self, stmt: cst.ImportFrom, state: _State) -> None:
+        if stmt.relative:
+            module = None
+        else:
+            module = _dotted(stmt.module) if stmt.module is not None else None
+        if isinstance(stmt.names, cst.ImportStar):
+            self.has_star_import = True
+            return
+        for alias in stmt.names:
+            name = _dotted(alias.name)
+            local = _as_name(alias.asname) if alias.asname is not None else name
+            if local is None:
+                continue
+            self._bind_name(local, QN(f"{module}.{name}") if module else None, state)
+
+    def _exec_augassign(self, stmt: cst.AugAssign, state: _State) -> None:
+        target = stmt.target
+        self._eval(stmt.value, state)
+        if isinstance(target, cst.Subscript):
+            base = self._eval(target.value, state)
+            self._eval_slices(target, state)
+            if isinstance(base, RefVal):
+                self._record_access("augitem", stmt, target.value, base, stmt.value, state)
+            else:
+                self.item_writes.append((stmt, base, stmt.value, self._func, target))
+        elif isinstance(target, cst.Name):
+            v = self._lookup(target.value, target, state)
+            if isinstance(v, RefVal):
+                self._ref_use("augassign", target, v, stmt, _op_text(stmt.operator))
+        elif isinstance(target, cst.Attribute):
+            base = self._eval(target.value, state)
+            cur = self._attribute_value(base, target.attr.value)
+            if isinstance(cur, RefVal):
+                self._ref_use("augassign", target, cur, stmt, _op_text(stmt.operator))
+            self.attribute_writes.append((stmt, base, target.attr.value, None, self._func))
+
+    def _exec_def(self, node: cst.FunctionDef, state: _State) -> None:
+        outer = self._func
+        cls = self._current_class
+        info = self._get_function(node, outer if not cls else self._class_parent, cls)
+        kinds = []
+        for d in node.decorators:
+            dn = d.decorator
+            if isinstance(dn, cst.Name) and dn.value in ("staticmethod", "classmethod", "property"):
+                kinds.append(dn.value)
+        info.decorator_kinds = tuple(kinds)
+        for p in info.params:
+            if p.node.default is not None:
+                info.defaults[p.name] = self._eval(p.node.default, state)
+        value: Optional[Value] = FuncVal(info)
+        for d in reversed(node.decorators):
+            dv = self._eval(d.decorator, state)
+            value = self._apply_decorator(dv, value, d.decorator, state)
+        self._enqueue(info)
+        if cls is not None and isinstance(value, FuncVal) and value.info is info:
+            cls.methods[node.name.value] = value
+        self._bind_name(node.name.value, value, state)
+
+    _current_class: Optional[ClassInfo] = None
+    _class_parent: Optional[FunctionInfo] = None
+
+    def _exec_class(self, node: cst.ClassDef, state: _State) -> None:
+        for b in node.bases:
+            self._eval(b.value, state)
+        for d in node.decorators:
+            self._eval(d.decorator, state)
+        cls = self.classes.get(id(node))
+        if cls is None:
+            cls = ClassInfo(node=node, name=node.name.value)
+            self.classes[id(node)] = cls
+        saved = (self._current_class, self._class_parent)
+        self._current_class, self._class_parent = cls, self._func
+        class_state = _State(dict(state.env), dict(state.frozen))
+        self._exec_block(_body(node.body), class_state)
+        self._current_class, self._class_parent = saved
+        self._bind_name(node.name.value, ClassVal(cls), state)
+
+    def _apply_decorator(self, dv, fv, node, state) -> Optional[Value]:
+        if not isinstance(fv, FuncVal):
+            return None
+        if isinstance(dv, QN):
+            kind = api.canonical(dv.qualname)
+            if kind in api.FUNCTION_TRANSFORMS:
+                return self._wrap(fv, Transform(kind, node, {}), node)
+            if kind == api.PALLAS_CALL:
+                return None
+            return None
+        if isinstance(dv, TransformVal):
+            return self._wrap(fv, Transform(dv.kind, dv.node, dv.kwargs, dv.args), node)
+        if isinstance(dv, SpecialVal) and dv.kind == "defjvp":
+            self._add_role(fv.info, "custom_jvp_rule", node)
+            return dv.target
+        if isinstance(dv, SpecialVal) and dv.kind in ("defvjp_fwd", "defvjp_bwd"):
+            return dv.target
+        return None
+
+    def _wrap(self, fv: FuncVal, transform: Transform, node) -> FuncVal:
+        self._add_role(fv.info, transform.kind, node, transform)
+        if transform.kind == api.CUSTOM_VJP and fv.info.custom_vjp is None:
+            fv.info.custom_vjp = {}
+        return FuncVal(fv.info, fv.transforms + (transform,), fv.bound_args, fv.bound_kwargs,
+                       fv.self_value)
+
+    def _add_role(self, info: FunctionInfo, kind: str, node, transform=None) -> None:
+        info.roles[(kind, id(node))] = Role(kind, node, transform)
+
+    # -- binding -----------------------------------------------------------------------------
+
+    def _bind_name(self, name: str, value: Optional[Value], state: _State) -> None:
+        state.env[name] = value
+        summary = self._func.summary if self._current_class is None else None
+        if summary is not None:
+            if name in summary:
+                summary[name] = join(summary[name], value)
+            else:
+                summary[name] = value
+
+    def _bind_target(self, target, value, state: _State, stmt, value_expr=None) -> None:
+        t = type(target)
+        if t is cst.Name:
+            if isinstance(value, RefVal) and not value.name:
+                value.name = target.value
+            self._bind_name(target.value, value, state)
+        elif t in (cst.Tuple, cst.List):
+            elements = target.elements
+            starred = any(isinstance(e, cst.StarredElement) for e in elements)
+            items = value.items if isinstance(value, SeqVal) and not starred and \
+                len(value.items) == len(elements) else None
+            for i, e in enumerate(elements):
+                sub = e.value
+                if isinstance(e, cst.StarredElement):
+                    self._bind_target(sub, None, state, stmt)
+                else:
+                    self._bind_target(sub, items[i] if items is not None else None, state, stmt)
+        elif t is cst.Subscript:
+            base = self._eval(target.value, state)
+            self._eval_slices(target, state)
+            if isinstance(base, RefVal):
+                self._record_access("setitem", stmt, target.value, base, value_expr, state)
+            else:
+                self.item_writes.append((stmt, base, value_expr, self._func, target))
+        elif t is cst.Attribute:
+            base = self._eval(target.value, state)
+            attr = target.attr.value
+            if isinstance(base, InstanceVal):
+                d = self._new_attrs.setdefault(id(base.cls), {})
+                if isinstance(value, RefVal) and not value.name:
+                    value.name = f"self.{attr}"
+                d[attr] = join(d[attr], value) if attr in d else value
+            self.attribute_writes.append((stmt, base, attr, value, self._func))
+        elif t is cst.StarredElement:
+            self._bind_target(target.value, None, state, stmt)
+
+    def _del_target(self, target, state: _State) -> None:
+        if isinstance(target, cst.Name):
+            state.env[target.value] = None
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._del_target(e.value, state)
+        else:
+            self._eval(target, state)
+
+    def _lookup(self, name: str, node, state: _State) -> Optional[Value]:
+        if name in state.env:
+            return state.env[name]
+        return self._lookup_enclosing(name, self._func, node)
+
+    def _lookup_enclosing(self, name: str, info: FunctionInfo, node) -> Optional[Value]:
+        """A free variable: the joined value of its bindings in the nearest enclosing scope."""
+        scope = info.parent if not info.is_module else None
+        if info.is_module:
+            if name in info.summary:
+                return info.summary[name]
+        while scope is not None:
+            if name in scope.summary:
+                value = scope.summary[name]
+                if node is not None and contains_ref(value):
+                    # Every function between here and the defining scope closes over it.
+                    f = info
+                    while f is not None and f is not scope:
+                        f.closure_refs.setdefault(name, (value, node))
+                        f = f.parent
+                return value
+            scope = scope.parent
+        if name in _BUILTIN_NAMES and not self.has_star_import:
+            return QN(f"builtins.{name}")
+        return None
+
+    # -- expressions -------------------------------------------------------------------------
+
+    def _eval(self, node, state: _State) -> Optional[Value]:
+        value = self._eval_inner(node, state)
+        if value is not None:
+            self._values[id(node)] = value
+        return value
+
+    def _eval_inner(self, node, state: _State) -> Optional[Value]:
+        t = type(node)
+        if t is cst.Name:
+            value = self._lookup(node.value, node, state)
+            if isinstance(value, RefVal) and value.key in state.frozen:
+                self.after_freeze.append(UseAfterFreeze(node, "use", value,
+                                                        state.frozen[value.key], self._func))
+            return value
+        if t is cst.Attribute:
+            base = self._eval(node.value, state)
+            attr = node.attr.value
+            if isinstance(base, QN):
+                return QN(f"{base.qualname}.{attr}")
+            if isinstance(base, RefVal):
+                if attr in api.ARRAY_ONLY_ATTRIBUTES and not (
+                        base.origin == "pallas" and attr in api.PALLAS_REF_VIEW_ATTRIBUTES):
+                    self._ref_use("attr", node.value, base, node, attr)
+                if attr == "at":
+                    return SpecialVal("ref_at", base)
+                return None
+            return self._attribute_value(base, attr)
+        if t is cst.Call:
+            return self._eval_call(node, state)
+        if t is cst.Subscript:
+            base = self._eval(node.value, state)
+            self._eval_slices(node, state)
+            if isinstance(base, RefVal):
+                self._record_access("read", node, node.value, base, None, state)
+                return ArrayVal(node)
+            if isinstance(base, SpecialVal) and base.kind == "ref_at":
+                return base.target
+            if isinstance(base, (SeqVal, DictVal)):
+                key = _const_index(node)
+                if key is not None:
+                    try:
+                        return base.items[key]
+                    except (KeyError, IndexError, TypeError):
+                        return None
+            if isinstance(base, ArrayVal):
+                return ArrayVal(node)
+            return None
+        if t in (cst.Tuple, cst.List):
+            items = []
+            starred = False
+            for e in node.elements:
+                v = self._eval(e.value, state)
+                if isinstance(e, cst.StarredElement):
+                    starred = True
+                items.append(v)
+            if starred:
+                return None
+            return SeqVal(tuple(items), "tuple" if t is cst.Tuple else "list")
+        if t is cst.Dict:
+            items = {}
+            ok = True
+            for e in node.elements:
+                if isinstance(e, cst.StarredDictElement):
+                    self._eval(e.value, state)
+                    ok = False
+                    continue
+                self._eval(e.key, state)
+                v = self._eval(e.value, state)
+                k = _const_key(e.key)
+                if k is None:
+                    ok = False
+                else:
+                    items[k] = v
+            return DictVal(items) if ok else None
+        if t is cst.BinaryOperation:
+            lv = self._eval(node.left, state)
+            rv = self._eval(node.right, state)
+            op = _op_text(node.operator)
+            if isinstance(lv, RefVal):
+                self._ref_use("binop", node.left, lv, node, op)
+            if isinstance(rv, RefVal):
+                self._ref_use("binop", node.right, rv, node, op)
+            if isinstance(lv, ArrayVal) or isinstance(rv, ArrayVal):
+                return ArrayVal(node)
+            return None
+        if t is cst.UnaryOperation:
+            v = self._eval(node.expression, state)
+            if isinstance(v, RefVal) and not isinstance(node.operator, cst.Not):
+                self._ref_use("unary", node.expression, v, node, _op_text(node.operator))
+            return ArrayVal(node) if isinstance(v, ArrayVal) else None
+        if t is cst.Comparison:
+            left = node.left
+            lv = self._eval(left, state)
+            for ct in node.comparisons:
+                rv = self._eval(ct.comparator, state)
+                if not isinstance(ct.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+                    op = _op_text(ct.operator)
+                    if isinstance(lv, RefVal):
+                        self._ref_use("compare", left, lv, node, op)
+                    if isinstance(rv, RefVal):
+                        self._ref_use("compare", ct.comparator, rv, node, op)
+                left, lv = ct.comparator, rv
+            return None
+        if t is cst.BooleanOperation:
+            self._eval(node.left, state)
+            self._eval(node.right, state)
+            return None
+        if t is cst.IfExp:
+            self._eval(node.test, state)
+            a = self._eval(node.body, state)
+            b = self._eval(node.orelse, state)
+            return join(a, b)
+        if t is cst.Lambda:
+            info = self._get_function(node, self._func, None)
+            for p in info.params:
+                if p.node.default is not None:
+                    info.defaults[p.name] = self._eval(p.node.default, state)
+            self._enqueue(info)
+            return FuncVal(info)
+        if t is cst.NamedExpr:
+            v = self._eval(node.value, state)
+            self._bind_target(node.target, v, state, node)
+            return v
+        if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
+            self._eval_comprehension(node, state)
+            return None
+        if t in (cst.Await,):
+            return self._eval(node.expression, state)
+        if t in (cst.Yield,):
+            if node.value is not None and not isinstance(node.value, cst.From):
+                self._eval(node.value, state)
+            elif isinstance(node.value, cst.From):
+                self._eval(node.value.item, state)
+            return None
+        if t is cst.FormattedString:
+            for part in node.parts:
+                if isinstance(part, cst.FormattedStringExpression):
+                    self._eval(part.expression, state)
+            return None
+        if t is cst.Set:
+            for e in node.elements:
+                self._eval(e.value, state)
+            return None
+        if t is cst.StarredElement:
+            self._eval(node.value, state)
+            return None
+        if t is cst.ConcatenatedString:
+            self._eval(node.left, state)
+            self._eval(node.right, state)
+            return None
+        return None
+
+    def _eval_slices(self, node: cst.Subscript, state: _State) -> None:
+        for el in node.slice:
+            s = el.slice
+            if isinstance(s, cst.Index):
+                self._eval(s.value, state)
+            else:
+                for part in (s.lower, s.upper, s.step):
+                    if part is not None:
+                        self._eval(part, state)
+
+    def _eval_comprehension(self, node, state: _State) -> None:
+        cs = state.copy()
+        f = node.for_in
+        while f is not None:
+            it = self._eval(f.iter, cs)
+            self._bind_comp_target(f.target, _element_of(it), cs)
+            for cond in f.ifs:
+                self._eval(cond.test, cs)
+            f = f.inner_for_in
+        if isinstance(node, cst.DictComp):
+            self._eval(node.key, cs)
+            self._eval(node.value, cs)
+        else:
+            self._eval(node.elt, cs)
+
+    def _bind_comp_target(self, target, value, state: _State) -> None:
+        if isinstance(target, cst.Name):
+            state.env[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            items = value.items if isinstance(value, SeqVal) and \
+                len(value.items) == len(target.elements) else None
+            for i, e in enumerate(target.elements):
+                self._bind_comp_target(e.value, items[i] if items else None, state)
+
+    def _attribute_value(self, base, attr: str) -> Optional[Value]:
+        if isinstance(base, InstanceVal):
+            cls = base.cls
+            if attr in cls.methods:
+                m = cls.methods[attr]
+                return FuncVal(m.info, m.transforms, m.bound_args, m.bound_kwargs, base)
+            value = cls.attrs.get(attr)
+            if value is None:
+                value = self._new_attrs.get(id(cls), {}).get(attr)
+            return value
+        if isinstance(base, ClassVal):
+            if attr in base.cls.methods:
+                return base.cls.methods[attr]
+            return None
+        if isinstance(base, FuncVal):
+            if attr == "defvjp":
+                return SpecialVal("defvjp", base)
+            if attr == "defjvp":
+                return SpecialVal("defjvp", base)
+            if attr == "defjvps":
+                return SpecialVal("defjvps", base)
+            if attr in ("defvjp_fwd", "fwd"):
+                return None
+            return None
+        return None
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def _eval_args(self, call: cst.Call, state: _State) -> list:
+        out = []
+        for a in call.args:
+            out.append((a, self._eval(a.value, state)))
+        return out
+
+    def _eval_call(self, node: cst.Call, state: _State) -> Optional[Value]:
+        fv = self._eval(node.func, state)
+        args = self._eval_args(node, state)
+        if isinstance(fv, QN):
+            return self._call_qn(node, fv.qualname, args, state)
+        if isinstance(fv, FuncVal):
+            return self._call_func(node, fv, args, state)
+        if isinstance(fv, TransformVal):
+            target = _first_positional(args)
+            if isinstance(target, FuncVal):
+                return self._wrap(target, Transform(fv.kind, fv.node, fv.kwargs, fv.args), node)
+            return None
+        if isinstance(fv, ClassVal):
+            init = fv.cls.methods.get("__init__")
+            inst = InstanceVal(fv.cls)
+            if init is not None:
+                self._call_func(node, FuncVal(init.info, init.transforms, (), (), inst), args,
+                                state)
+            return inst
+        if isinstance(fv, SpecialVal):
+            return self._call_special(node, fv, args, state)
+        return None
+
+    def _call_qn(self, node: cst.Call, qn: str, args: list, state: _State) -> Optional[Value]:
+        kind = api.canonical(qn)
+        if kind is None:
+            if qn.startswith("builtins."):
+                name = qn[len("builtins."):]
+                if name in api.BUILTINS_NEEDING_ARRAY:
+                    for a, v in args:
+                        if isinstance(v, RefVal) and not a.keyword:
+                            self._ref_use("builtin", a.value, v, node, name)
+                if name in ("tuple", "list") and len(args) == 1:
+                    v = args[0][1]
+                    if isinstance(v, SeqVal):
+                        return SeqVal(v.items, name)
+                return None
+            if api.is_array_function(qn):
+                short = qn.rsplit(".", 1)[1]
+                for a, v in args:
+                    if isinstance(v, RefVal):
+                        self._ref_use("call_arg", a.value, v, node, qn)
+                if api.returns_jax_array(qn):
+                    return ArrayVal(node)
+            return None
+        if kind in api.REF_CONSTRUCTORS:
+            init_arg = _first_positional_arg(args)
+            init_value = init_arg[1] if init_arg else None
+            ref = RefVal(key=("new", id(node)), origin="created", node=node, scope=self._func,
+                         kwargs={a.keyword.value: a.value for a, _ in args if a.keyword})
+            self.creations.append(Creation(node, self._func, ref,
+                                           init_arg[0].value if init_arg else None,
+                                           init_value, kind))
+            return ref
+        if kind == api.FREEZE:
+            target = _first_positional_arg(args)
+            if target is not None and isinstance(target[1], RefVal):
+                ref = target[1]
+                self.freezes.append(Freeze(node, self._func, target[0].value, ref))
+                state.frozen[ref.key] = node
+            return ArrayVal(node)
+        if kind in (api.REF_GET,):
+            target = _first_positional_arg(args)
+            if target is not None and isinstance(target[1], RefVal):
+                self._record_access("get", node, target[0].value, target[1], None, state)
+            return ArrayVal(node)
+        if kind in api.REF_WRITERS:
+            target = _first_positional_arg(args)
+            if target is not None and isinstance(target[1], RefVal):
+                pos = [a for a, _ in args if not a.keyword and not a.star]
+                val = pos[2].value if len(pos) > 2 else None
+                if val is None:
+                    for a, _ in args:
+                        if a.keyword and a.keyword.value in ("value", "val", "x"):
+                            val = a.value
+                self._record_access(kind[len("ref_"):], node, target[0].value, target[1], val,
+                                    state)
+            return ArrayVal(node) if kind == api.REF_SWAP else None
+        if kind in api.FUNCTION_TRANSFORMS:
+            target = _first_positional(args)
+            kwargs = {a.keyword.value: a.value for a, _ in args if a.keyword}
+            rest = tuple(a.value for a, _ in args[1:] if not a.keyword)
+            if isinstance(target, FuncVal):
+                if kind in (api.JVP, api.VJP, api.LINEARIZE):
+                    return self._call_jvp_like(node, kind, target, args, state)
+                return self._wrap(target, Transform(kind, node, kwargs, rest), node)
+            if target is None and not any(not a.keyword for a, _ in args):
+                return TransformVal(kind, node, kwargs)
+            return None
+        if kind == api.PARTIAL:
+            target = _first_positional(args)
+            kwargs = {a.keyword.value: a.value for a, _ in args if a.keyword}
+            extra = tuple(v for a, v in args[1:] if not a.keyword and not a.star)
+            if isinstance(target, QN):
+                tk = api.canonical(target.qualname)
+                if tk in api.FUNCTION_TRANSFORMS:
+                    return TransformVal(tk, node, kwargs,
+                                        tuple(a.value for a, _ in args[1:] if not a.keyword))
+                if tk == api.PALLAS_CALL:
+                    return SpecialVal("pallas_partial", None, node)
+                return None
+            if isinstance(target, TransformVal):
+                merged = dict(target.kwargs)
+                merged.update(kwargs)
+                return TransformVal(target.kind, node, merged, target.args)
+            if isinstance(target, FuncVal):
+                if any(a.star for a, _ in args[1:]):
+                    return None
+                return FuncVal(target.info, target.transforms, target.bound_args + extra,
+                               target.bound_kwargs + tuple(kwargs), target.self_value)
+            return None
+        if kind in api.CONTROL_FLOW:
+            return self._call_control_flow(node, kind, args, state)
+        if kind == api.PALLAS_CALL:
+            kernel = _first_positional(args)
+            if isinstance(kernel, FuncVal):
+                self._mark_pallas_kernel(kernel, node)
+            return SpecialVal("pallas_call", kernel, node)
+        if kind in (api.RUN_SCOPED, api.EMIT_PIPELINE):
+            body = _first_positional(args)
+            if isinstance(body, FuncVal):
+                self._mark_pallas_kernel(body, node)
+                if kind == api.EMIT_PIPELINE:
+                    return SpecialVal("pipeline", body, node)
+            return None
+        if kind == api.STOP_GRADIENT:
+            for a, v in args:
+                if isinstance(v, RefVal):
+                    self._ref_use("call_arg", a.value, v, node, qn)
+            first = _first_positional(args)
+            return ArrayVal(node) if isinstance(first, ArrayVal) else None
+        return None
+
+    def _mark_pallas_kernel(self, kernel: FuncVal, node) -> None:
+        info = kernel.info
+        bound = {p.name for p in info.params[:len(kernel.bound_args)]} | set(kernel.bound_kwargs)
+        if self._pallas_kernels.get(id(info)) != bound:
+            self._pallas_kernels[id(info)] = bound
+            self._interprocedural = True
+        self._add_role(kernel.info, "pallas_kernel", node)
+
+    def _call_special(self, node, fv: SpecialVal, args, state) -> Optional[Value]:
+        if fv.kind == "defvjp":
+            primal: FuncVal = fv.target
+            fns = [v for a, v in args if not a.keyword][:2]
+            for a, v in args:
+                if a.keyword and a.keyword.value in ("fwd", "bwd"):
+                    fns.append(v)
+            names = ("fwd", "bwd")
+            rules = {}
+            for role_name, v in zip(names, fns):
+                if isinstance(v, FuncVal):
+                    rules[role_name] = v.info
+                    v.info.custom_vjp_primal = primal.info
+                    self._add_role(v.info, f"custom_vjp_{role_name}", node)
+            primal.info.custom_vjp = rules
+            return None
+        if fv.kind == "defjvp":
+            rule = _first_positional(args)
+            if isinstance(rule, FuncVal):
+                self._add_role(rule.info, "custom_jvp_rule", node)
+            return None
+        if fv.kind in ("pallas_call", "pipeline"):
+            # Calling the pallas_call result with operands: the kernel runs on refs.
+            kernel = fv.target
+            if isinstance(kernel, FuncVal):
+                self.traced_calls.append(TracedCall(
+                    kind="pallas_call", node=node, func=self._func, targets=[kernel.info],
+                    transforms=(), operands=[(v, a.value) for a, v in args], bindings={}))
+            return None
+        return None
+
+    def _call_jvp_like(self, node, kind, target: FuncVal, args, state) -> Optional[Value]:
+        rest = args[1:]
+        if kind == api.JVP:
+            primals = rest[0][1] if rest else None
+            values = list(primals.items) if isinstance(primals, SeqVal) else None
+            exprs = None
+            if values is not None and isinstance(rest[0][0].value, (cst.Tuple, cst.List)):
+                exprs = [e.value for e in rest[0][0].value.elements]
+            wrapped = self._wrap(target, Transform(kind, node, {}), node)
+            if values is not None:
+                self._bind_call(node, wrapped, [(None, v, exprs[i] if exprs else None)
+                                                for i, v in enumerate(values)], {}, "traced")
+            return None
+        wrapped = self._wrap(target, Transform(kind, node, {}), node)
+        positional = [(a, v, a.value) for a, v in rest if not a.keyword and not a.star]
+        self._bind_call(node, wrapped, positional, {}, "traced")
+        return None
+
+    def _call_func(self, node: cst.Call, fv: FuncVal, args: list, state: _State):
+        if any(a.star == "*" for a, _ in args):
+            self._record_unbindable(node, fv, args)
+            return self._result_of(fv)
+        positional = [(a, v, a.value) for a, v in args if not a.star and a.keyword is None]
+        keywords = {a.keyword.value: (a, v, a.value) for a, v in args if a.keyword is not None}
+        self._bind_call(node, fv, positional, keywords, "traced" if fv.transforms else "plain")
+        return self._result_of(fv)
+
+    def _record_unbindable(self, node, fv: FuncVal, args) -> None:
+        if fv.transforms:
+            self.traced_calls.append(TracedCall(
+                kind=fv.transforms[-1].kind, node=node, func=self._func, targets=[fv.info],
+                transforms=fv.transforms, operands=[(v, a.value) for a, v in args],
+                bindings={}))
+
+    def _result_of(self, fv: FuncVal) -> Optional[Value]:
+        kinds = {t.kind for t in fv.transforms}
+        if kinds & (api.GRAD_TRANSFORMS - {api.VALUE_AND_GRAD}):
+            return None
+        if api.VALUE_AND_GRAD in kinds:
+            return None
+        if kinds & api.MAP_TRANSFORMS:
+            return None
+        return fv.info.return_value
+
+    def _bind_call(self, node, fv: FuncVal, positional, keywords, mode: str) -> dict:
+        """Bind call arguments to ``fv``'s parameters; seed the parameters that get refs.
+
+        ``mode``: 'traced' records a TracedCall, 'plain' a PlainCall, 'none' nothing."""
+        info = fv.info
+        params = list(info.params)
+        if fv.self_value is not None and params and params[0].kind in ("pos", "posonly"):
+            params = params[1:]
+        # functools.partial: bound positionals consume the first parameters.
+        bound_pos = list(fv.bound_args)
+        pos_params = [p for p in params if p.kind in ("pos", "posonly")]
+        vararg = next((p for p in params if p.kind == "vararg"), None)
+        bindings: dict[str, Binding] = {}
+        ordered = [(None, v, None) for v in bound_pos] + list(positional)
+        for i, (a, v, e) in enumerate(ordered):
+            if i < len(pos_params):
+                bindings[pos_params[i].name] = Binding(pos_params[i].name, v, e)
+            elif vararg is not None:
+                bindings.setdefault(f"*{vararg.name}", Binding(None, None, None))
+                bindings[f"*{vararg.name}[{i - len(pos_params)}]"] = Binding(None, v, e)
+        for name, (a, v, e) in keywords.items():
+            if info.param(name) is not None:
+                bindings[name] = Binding(name, v, e)
+            else:
+                bindings[f"**{name}"] = Binding(None, v, e)
+        for p in params:
+            if p.name not in bindings and p.name in info.defaults and \
+                    p.name not in fv.bound_kwargs:
+                bindings[p.name] = Binding(p.name, info.defaults[p.name], None)
+        # Seeds for the callee: parameters that receive refs.
+        for name, b in bindings.items():
+            if b.param is not None and contains_ref(b.value):
+                self._seed(info, name, b.value)
+        info.callers.append((self._func, node))
+        operands = [(b.value, b.expr) for b in bindings.values() if b.expr is not None]
+        if mode == "traced":
+            self.traced_calls.append(TracedCall(
+                kind=fv.transforms[-1].kind, node=node, func=self._func, targets=[info],
+                transforms=fv.transforms, operands=operands, bindings={id(info): bindings}))
+        elif mode == "plain":
+            self.plain_calls.append(PlainCall(node, self._func, info, bindings))
+        return bindings
+
+    def _seed(self, info: FunctionInfo, name: str, value: Value) -> None:
+        self._interprocedural = True
+        d = self._new_seeds.setdefault(id(info), {})
+        d[name] = join(d[name], value) if name in d else value
+
+    def _note_return(self, info: FunctionInfo, value: Optional[Value]) -> None:
+        if contains_ref(value):
+            self._interprocedural = True
+            cur = self._new_returns.get(id(info), "missing")
+            self._new_returns[id(info)] = value if cur == "missing" else join(cur, value)
+        elif id(info) in self._new_returns:
+            self._new_returns[id(info)] = None
+
+    def _call_control_flow(self, node, kind, args, state) -> Optional[Value]:
+        pos = [(a, v) for a, v in args if not a.keyword and not a.star]
+        kw = {a.keyword.value: (a, v) for a, v in args if a.keyword}
+
+        def arg(i, name):
+            if i < len(pos):
+                return pos[i]
+            return kw.get(name)
+
+        calls: list = []  # (FuncVal, [(value, expr)], role)
+        operands: list = []
+        if kind == api.SCAN:
+            f, init, xs = arg(0, "f"), arg(1, "init"), arg(2, "xs")
+            x_val = _slice_of(xs[1]) if xs else None
+            if f and isinstance(f[1], FuncVal):
+                calls.append((f[1], [(init[1] if init else None, init[0].value if init else None),
+                                     (x_val, xs[0].value if xs else None)], api.SCAN))
+            operands = [(x[1], x[0].value) for x in (init, xs) if x]
+        elif kind == api.COND:
+            pred = arg(0, "pred")
+            branches = [arg(1, "true_fun"), arg(2, "false_fun")]
+            ops = pos[3:]
+            for b in branches:
+                if b and isinstance(b[1], FuncVal):
+                    calls.append((b[1], [(v, a.value) for a, v in ops], api.COND))
+            operands = [(v, a.value) for a, v in ops]
+            del pred
+        elif kind == api.SWITCH:
+            branches = arg(1, "branches")
+            ops = pos[2:]
+            if branches and isinstance(branches[1], SeqVal):
+                for b in branches[1].items:
+                    if isinstance(b, FuncVal):
+                        calls.append((b, [(v, a.value) for a, v in ops], api.SWITCH))
+            operands = [(v, a.value) for a, v in ops]
+        elif kind == api.WHILE_LOOP:
+            cond_f, body_f, init = arg(0, "cond_fun"), arg(1, "body_fun"), arg(2, "init_val")
+            iv = [(init[1], init[0].value)] if init else [(None, None)]
+            if cond_f and isinstance(cond_f[1], FuncVal):
+                calls.append((cond_f[1], iv, "while_cond"))
+            if body_f and isinstance(body_f[1], FuncVal):
+                calls.append((body_f[1], iv, "while_body"))
+            operands = [(init[1], init[0].value)] if init else []
+        elif kind == api.FORI_LOOP:
+            body_f, init = arg(2, "body_fun"), arg(3, "init_val")
+            if body_f and isinstance(body_f[1], FuncVal):
+                calls.append((body_f[1], [(None, None),
+                                          (init[1] if init else None,
+                                           init[0].value if init else None)], "fori"))
+            operands = [(init[1], init[0].value)] if init else []
+        elif kind == api.MAP:
+            f, xs = arg(0, "f"), arg(1, "xs")
+            if f and isinstance(f[1], FuncVal):
+                calls.append((f[1], [(_slice_of(xs[1]) if xs else None,
+                                      xs[0].value if xs else None)], api.MAP))
+            operands = [(xs[1], xs[0].value)] if xs else []
+        targets = []
+        all_bindings = {}
+        for fv, values, role in calls:
+            self._add_role(fv.info, role, node)
+            positional = [(None, v, e) for v, e in values]
+            b = self._bind_call(node, FuncVal(fv.info, (), fv.bound_args, fv.bound_kwargs),
+                                positional, {}, "none")
+            targets.append(fv.info)
+            all_bindings[id(fv.info)] = b
+        if calls or operands:
+            self.traced_calls.append(TracedCall(kind=kind, node=node, func=self._func,
+                                                targets=targets, transforms=(),
+                                                operands=operands, bindings=all_bindings))
+        if kind == api.SCAN:
+            return SeqVal((None, None))
+        return None
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _ref_use(self, kind, expr, ref: RefVal, context, detail: str) -> None:
+        self.ref_uses.append(RefUse(kind, expr, ref, context, detail, self._func))
+
+    def _record_access(self, kind, node, ref_expr, ref: RefVal, value_expr, state) -> None:
+        self.accesses.append(RefAccess(kind, node, ref_expr, ref, value_expr, self._func))
+        # A use after freeze is reported on the Name by _eval; writes through statements whose
+        # base expression was already evaluated are covered the same way.
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _body(block) -> list:
+    return list(block.body) if hasattr(block, "body") else []
+
+
+def _params_of(params: cst.Parameters) -> list:
+    out = []
+    for p in params.posonly_params:
+        out.append(Param(p.name.value, p, "posonly"))
+    for p in params.params:
+        out.append(Param(p.name.value, p, "pos"))
+    if isinstance(params.star_arg, cst.Param):
+        out.append(Param(params.star_arg.name.value, params.star_arg, "vararg"))
+    for p in params.kwonly_params:
+        out.append(Param(p.name.value, p, "kwonly"))
+    if params.star_kwarg is not None:
+        out.append(Param(params.star_kwarg.name.value, params.star_kwarg, "kwarg"))
+    return out
+
+
+def _dotted(node) -> Optional[str]:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+def _as_name(asname: cst.AsName) -> Optional[str]:
+    return asname.name.value if isinstance(asname.name, cst.Name) else None
+
+
+def _first_positional(args) -> Optional[Value]:
+    for a, v in args:
+        if not a.keyword and not a.star:
+            return v
+    return None
+
+
+def _first_positional_arg(args):
+    for a, v in args:
+        if not a.keyword and not a.star:
+            return a, v
+    return None
+
+
+def _element_of(value: Optional[Value]) -> Optional[Value]:
+    """The loop variable's value when iterating over ``value``."""
+    if isinstance(value, SeqVal) and value.items:
+        first = value.items[0]
+        out = first
+        for item in value.items[1:]:
+            out = join(out, item)
+        if isinstance(out, RefVal) and out is not first:
+            out.unique = False
+        return out
+    return None
+
+
+def _slice_of(value: Optional[Value]) -> Optional[Value]:
+    """What a scan/map body receives for ``xs``: slices of refs are refs (views)."""
+    if isinstance(value, RefVal):
+        return RefVal(key=("slice", value.key), origin="slice", node=value.node,
+                      scope=value.scope, name=value.name, unique=False)
+    if isinstance(value, SeqVal):
+        return SeqVal(tuple(_slice_of(v) for v in value.items), value.kind)
+    if isinstance(value, DictVal):
+        return DictVal({k: _slice_of(v) for k, v in value.items.items()})
+    return None
+
+
+def _const_index(node: cst.Subscript):
+    if len(node.slice) != 1:
+        return None
+    s = node.slice[0].slice
+    if not isinstance(s, cst.Index):
+        return None
+    return _const_key(s.value)
+
+
+def _const_key(expr):
+    if isinstance(expr, cst.Integer):
+        try:
+            return int(expr.value, 0)
+        except ValueError:
+            return None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and \
+            isinstance(expr.expression, cst.Integer):
+        k = _const_key(expr.expression)
+        return -k if k is not None else None
+    if isinstance(expr, cst.SimpleString):
+        try:
+            return expr.evaluated_value
+        except Exception:
+            return None
+    return None
+
+
+_OP_TEXT = {
+    cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.FloorDivide: "//",
+    cst.Modulo: "%", cst.Power: "**", cst.MatrixMultiply: "@", cst.LeftShift: "<<",
+    cst.RightShift: ">>", cst.BitAnd: "&", cst.BitOr: "|", cst.BitXor: "^",
+    cst.AddAssign: "+=", cst.SubtractAssign: "-=", cst.MultiplyAssign: "*=",
+    cst.DivideAssign: "/=", cst.FloorDivideAssign: "//=", cst.ModuloAssign: "%=",
+    cst.PowerAssign: "**=", cst.MatrixMultiplyAssign: "@=", cst.LeftShiftAssign: "<<=",
+    cst.RightShiftAssign: ">>=", cst.BitAndAssign: "&=", cst.BitOrAssign: "|=",
+    cst.BitXorAssign: "^=", cst.Minus: "-", cst.Plus: "+", cst.BitInvert: "~",
+    cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=",
+    cst.GreaterThan: ">", cst.GreaterThanEqual: ">=",
+}
+
+
+def _op_text(op) -> str:
+    return _OP_TEXT.get(type(op), type(op).__name__)

@@ -1,0 +1,168 @@
+"""The JAX API that reflint knows, by qualified name, across JAX versions.
+
+Every spelling of an API (``jax.new_ref``, ``jax.ref.new_ref``, ``jax._src.core.new_ref``, the
+pre-0.7.2 ``jax.array_ref`` ...) maps to one canonical name, so rules never spell names.
+The per-version availability comes from ../shared/research/runtime-truth.md, section 2e.
+"""
+
+from __future__ import annotations
+
+# Canonical API names.
+NEW_REF = "new_ref"
+EMPTY_REF = "empty_ref"
+FREEZE = "freeze"
+REF_TYPE = "Ref"
+REF_GET = "ref_get"
+REF_SET = "ref_set"
+REF_SWAP = "ref_swap"
+REF_ADDUPDATE = "ref_addupdate"
+
+JIT = "jit"
+VMAP = "vmap"
+PMAP = "pmap"
+SHARD_MAP = "shard_map"
+GRAD = "grad"
+VALUE_AND_GRAD = "value_and_grad"
+JACREV = "jacrev"
+JACFWD = "jacfwd"
+HESSIAN = "hessian"
+JVP = "jvp"
+VJP = "vjp"
+LINEARIZE = "linearize"
+CHECKPOINT = "checkpoint"
+CUSTOM_VJP = "custom_vjp"
+CUSTOM_JVP = "custom_jvp"
+SCAN = "scan"
+COND = "cond"
+SWITCH = "switch"
+WHILE_LOOP = "while_loop"
+FORI_LOOP = "fori_loop"
+MAP = "map"
+PALLAS_CALL = "pallas_call"
+RUN_SCOPED = "run_scoped"
+EMIT_PIPELINE = "emit_pipeline"
+STOP_GRADIENT = "stop_gradient"
+PARTIAL = "partial"
+
+REF_CONSTRUCTORS = frozenset({NEW_REF, EMPTY_REF})
+REF_WRITERS = frozenset({REF_SET, REF_SWAP, REF_ADDUPDATE})
+MAP_TRANSFORMS = frozenset({VMAP, PMAP, SHARD_MAP})
+GRAD_TRANSFORMS = frozenset({GRAD, VALUE_AND_GRAD, JACREV, JACFWD, HESSIAN, JVP, VJP, LINEARIZE})
+FUNCTION_TRANSFORMS = (
+    frozenset({JIT, CHECKPOINT, CUSTOM_VJP, CUSTOM_JVP}) | MAP_TRANSFORMS | GRAD_TRANSFORMS
+)
+CONTROL_FLOW = frozenset({SCAN, COND, SWITCH, WHILE_LOOP, FORI_LOOP, MAP})
+
+_SRC_CORE = ("jax._src.core",)
+
+_TABLE: dict[str, tuple[str, ...]] = {
+    NEW_REF: (
+        "jax.new_ref", "jax.ref.new_ref", "jax._src.core.new_ref", "jax._src.ref.new_ref",
+        # Pre-0.7.2 and deprecated spellings.
+        "jax.array_ref", "jax.ref.array_ref", "jax.experimental.mutable_array",
+        "jax._src.core.mutable_array", "jax._src.core.array_ref",
+    ),
+    EMPTY_REF: ("jax.empty_ref", "jax.ref.empty_ref", "jax._src.core.empty_ref"),
+    FREEZE: ("jax.freeze", "jax.ref.freeze", "jax._src.core.freeze", "jax._src.ref.freeze"),
+    REF_TYPE: (
+        "jax.Ref", "jax.ref.Ref", "jax._src.core.Ref", "jax.ArrayRef", "jax.ref.ArrayRef",
+        "jax.experimental.MutableArray", "jax._src.core.MutableArray", "jax._src.core.ArrayRef",
+        "jax.ref.AbstractRef", "jax._src.state.types.AbstractRef",
+    ),
+    REF_GET: ("jax.ref.get", "jax._src.ref.get", "jax._src.state.primitives.ref_get"),
+    REF_SET: ("jax.ref.set", "jax._src.ref.set", "jax._src.state.primitives.ref_set"),
+    REF_SWAP: ("jax.ref.swap", "jax._src.ref.swap", "jax._src.state.primitives.ref_swap"),
+    REF_ADDUPDATE: (
+        "jax.ref.addupdate", "jax._src.ref.addupdate", "jax._src.state.primitives.ref_addupdate",
+    ),
+    JIT: ("jax.jit", "jax.pjit", "jax.experimental.pjit.pjit", "jax._src.api.jit",
+          "jax._src.pjit.pjit"),
+    VMAP: ("jax.vmap", "jax._src.api.vmap"),
+    PMAP: ("jax.pmap", "jax._src.api.pmap"),
+    SHARD_MAP: ("jax.shard_map", "jax.experimental.shard_map.shard_map",
+                "jax._src.shard_map.shard_map"),
+    GRAD: ("jax.grad", "jax._src.api.grad"),
+    VALUE_AND_GRAD: ("jax.value_and_grad", "jax._src.api.value_and_grad"),
+    JACREV: ("jax.jacrev", "jax.jacobian", "jax._src.api.jacrev"),
+    JACFWD: ("jax.jacfwd", "jax._src.api.jacfwd"),
+    HESSIAN: ("jax.hessian", "jax._src.api.hessian"),
+    JVP: ("jax.jvp", "jax._src.api.jvp"),
+    VJP: ("jax.vjp", "jax._src.api.vjp"),
+    LINEARIZE: ("jax.linearize", "jax._src.api.linearize"),
+    CHECKPOINT: ("jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint",
+                 "jax.ad_checkpoint.remat", "jax._src.ad_checkpoint.checkpoint",
+                 "jax._src.ad_checkpoint.remat"),
+    CUSTOM_VJP: ("jax.custom_vjp", "jax._src.custom_derivatives.custom_vjp"),
+    CUSTOM_JVP: ("jax.custom_jvp", "jax._src.custom_derivatives.custom_jvp"),
+    PALLAS_CALL: ("jax.experimental.pallas.pallas_call", "jax._src.pallas.pallas_call.pallas_call"),
+    RUN_SCOPED: ("jax.experimental.pallas.run_scoped", "jax._src.pallas.primitives.run_scoped"),
+    EMIT_PIPELINE: ("jax.experimental.pallas.tpu.emit_pipeline",
+                    "jax._src.pallas.mosaic.pipeline.emit_pipeline"),
+    STOP_GRADIENT: ("jax.lax.stop_gradient", "jax._src.lax.lax.stop_gradient"),
+    PARTIAL: ("functools.partial",),
+}
+
+_LAX_MODULES = (
+    "jax.lax", "jax._src.lax.control_flow", "jax._src.lax.control_flow.loops",
+    "jax._src.lax.control_flow.conditionals",
+)
+for _name in (SCAN, COND, SWITCH, WHILE_LOOP, FORI_LOOP, MAP):
+    _TABLE[_name] = tuple(f"{m}.{_name}" for m in _LAX_MODULES)
+
+CANONICAL: dict[str, str] = {qn: canon for canon, names in _TABLE.items() for qn in names}
+
+# Modules whose functions compute on Arrays: passing an unread Ref to them is REF007.
+ARRAY_FUNCTION_MODULES = ("jax.numpy.", "jax.lax.", "numpy.", "jax.nn.", "jax.scipy.",
+                          "jax._src.numpy.", "jax._src.lax.lax.")
+# Functions of those modules that only look at shape/dtype metadata, or take refs on purpose.
+ARRAY_FUNCTION_EXEMPT = frozenset({
+    "shape", "ndim", "size", "result_type", "dtype", "isscalar", "iterable", "issubdtype",
+    "broadcast_shapes", "can_cast", "promote_types", "finfo", "iinfo",
+})
+# Modules whose functions return JAX Arrays (for REF013 and for "is this an Array").
+JAX_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
+
+# Attributes of a Ref that are valid without reading it.
+REF_ATTRIBUTES_OK = frozenset({
+    "shape", "dtype", "ndim", "size", "at", "aval", "unsafe_buffer_pointer", "get", "set",
+    "swap", "addupdate", "bitcast", "transforms", "ref", "sharding", "format", "weak_type",
+    "memory_space", "kind", "has_ref", "_aval",
+})
+# Attributes and methods that exist on Arrays but not on Refs (reading them is REF007).
+ARRAY_ONLY_ATTRIBUTES = frozenset({
+    "T", "mT", "real", "imag", "sum", "mean", "max", "min", "prod", "std", "var", "astype",
+    "reshape", "transpose", "squeeze", "ravel", "flatten", "dot", "item", "tolist", "argmax",
+    "argmin", "argsort", "sort", "cumsum", "cumprod", "clip", "round", "conj", "conjugate",
+    "copy", "block_until_ready", "any", "all", "nonzero", "repeat", "take", "trace",
+    "diagonal", "swapaxes", "view", "addressable_data", "device", "devices", "__array__",
+})
+# Inside Pallas kernels these return ref views (TransformedRef) and are idiomatic.
+PALLAS_REF_VIEW_ATTRIBUTES = frozenset({"reshape", "T", "transpose", "bitcast", "at"})
+
+BUILTINS_NEEDING_ARRAY = frozenset({"float", "int", "complex", "abs", "round"})
+
+
+def canonical(qualname: str | None) -> str | None:
+    """The canonical API name for a qualified name, or None if reflint does not know it."""
+    if qualname is None:
+        return None
+    return CANONICAL.get(qualname)
+
+
+def is_array_function(qualname: str) -> bool:
+    """True for functions of jax.numpy / jax.lax / numpy that compute on array values."""
+    if canonical(qualname) in CONTROL_FLOW:
+        return False
+    for mod in ARRAY_FUNCTION_MODULES:
+        if qualname.startswith(mod):
+            rest = qualname[len(mod):]
+            if "." in rest:  # e.g. jax.numpy.linalg.norm: still array code
+                rest = rest.rsplit(".", 1)[1]
+            return rest not in ARRAY_FUNCTION_EXEMPT and not rest.startswith("_")
+    return False
+
+
+def returns_jax_array(qualname: str) -> bool:
+    if canonical(qualname) is not None:
+        return False
+    return qualname.startswith(JAX_ARRAY_MODULES)

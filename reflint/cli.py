@@ -1,0 +1,266 @@
+"""Command line: ``reflint check``, ``reflint rule``, ``reflint rules``, ``reflint run``.
+
+Exit codes: 0 no findings, 1 findings, 2 usage, configuration or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from typing import Optional
+
+from . import __version__
+from .codes import CODES
+from .engine import FileResult, fix_source, lint_bytes
+from .output import format_concise, format_json, format_text, summary_line, use_color
+from .rule import all_rules, rule_by_code
+from .settings import DEFAULT_TARGET_JAX_VERSION, Settings, expand_codes, parse_version
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", "build", "dist",
+    "node_modules", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".reflint_cache", ".eggs", "__pypackages__",
+})
+
+
+class UsageError(Exception):
+    pass
+
+
+def discover(paths: list) -> list:
+    """Python files under ``paths`` (files named explicitly are always included)."""
+    out = []
+    for p in paths:
+        if os.path.isfile(p):
+            out.append(p)
+            continue
+        if not os.path.isdir(p):
+            raise UsageError(f"{p}: no such file or directory")
+        for root, dirs, files in os.walk(p):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info")
+                             and not os.path.exists(os.path.join(root, d, "pyvenv.cfg")))
+            for f in sorted(files):
+                if f.endswith((".py", ".pyi")):
+                    out.append(os.path.join(root, f))
+    seen = set()
+    unique = []
+    for f in out:
+        key = os.path.normpath(f)
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
+
+
+def _check_file(args) -> FileResult:
+    path, settings = args
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        from .engine import parse_error
+        return FileResult(path, [parse_error(path, f"cannot read file: {e.strerror}")])
+    try:
+        return lint_bytes(data, path, settings)
+    except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
+        from .engine import parse_error
+        d = parse_error(path, f"internal error while checking this file: "
+                              f"{type(e).__name__}: {e}")
+        return FileResult(path, [d])
+
+
+def check_paths(files: list, settings: Settings, jobs: int) -> list:
+    tasks = [(f, settings) for f in files]
+    if jobs > 1 and len(files) > 4:
+        chunk = max(1, len(files) // (jobs * 8))
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(_check_file, tasks, chunksize=chunk))
+    return [_check_file(t) for t in tasks]
+
+
+def _settings_from(args) -> Settings:
+    try:
+        select = expand_codes(args.select.split(",")) if args.select else set(CODES)
+        if args.extend_select:
+            select |= expand_codes(args.extend_select.split(","))
+        if args.ignore:
+            select -= expand_codes(args.ignore.split(","))
+        version = parse_version(args.target_jax_version or DEFAULT_TARGET_JAX_VERSION)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return Settings(select=frozenset(select), target_jax_version=version,
+                    unsafe_fixes=args.unsafe_fixes)
+
+
+def cmd_check(args) -> int:
+    settings = _settings_from(args)
+    files = discover(args.paths or ["."])
+    jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
+    results = check_paths(files, settings, jobs)
+    out = sys.stdout
+    all_diags = []
+    sources = {}
+    fix_notes = []
+    diff_text = []
+    for res in results:
+        if args.fix or args.diff:
+            if res.source is not None and any(d.fix for d in res.diagnostics):
+                outcome = fix_source(res.source, res.path, settings)
+                if outcome.error:
+                    fix_notes.append(f"{res.path}: {outcome.error}")
+                elif outcome.fixed:
+                    if args.diff:
+                        diff_text.append("".join(difflib.unified_diff(
+                            res.source.splitlines(True), outcome.source.splitlines(True),
+                            fromfile=f"a/{res.path}", tofile=f"b/{res.path}")))
+                    else:
+                        _write_fixed(res.path, outcome.source)
+                        fix_notes.append(f"{res.path}: fixed {outcome.fixed} "
+                                         f"finding{'s' if outcome.fixed != 1 else ''}")
+                        res = FileResult(res.path, outcome.remaining, outcome.source)
+        all_diags.extend(res.diagnostics)
+        if res.source is not None and res.diagnostics:
+            sources[res.path] = res.source
+    if args.diff:
+        out.write("".join(diff_text))
+        for n in fix_notes:
+            print(n, file=sys.stderr)
+        return EXIT_FINDINGS if diff_text else EXIT_OK
+    fmt = args.format
+    if fmt == "json":
+        out.write(format_json(all_diags))
+    elif fmt == "concise":
+        out.write(format_concise(all_diags))
+    else:
+        text = format_text(all_diags, sources, color=use_color(out))
+        if text:
+            out.write(text + "\n")
+        if not args.quiet:
+            fixable = sum(1 for d in all_diags if d.fix and d.fix.applicability == "safe")
+            out.write(summary_line(len(all_diags), len(files), 0 if args.fix else fixable)
+                      + "\n")
+    for n in fix_notes:
+        print(n, file=sys.stderr)
+    if args.exit_zero:
+        return EXIT_OK
+    return EXIT_FINDINGS if all_diags else EXIT_OK
+
+
+def _write_fixed(path: str, text: str) -> None:
+    """Write fixed source back in the file's own encoding (BOM kept), atomically."""
+    import io
+    import tokenize
+
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    data = text.encode(encoding)  # 'utf-8-sig' writes the BOM back
+    tmp = f"{path}.reflint-tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def cmd_rule(args) -> int:
+    rule = rule_by_code(args.code)
+    if rule is None:
+        raise UsageError(f"unknown rule: {args.code}")
+    from .docs import render_rule
+    sys.stdout.write(render_rule(rule))
+    return EXIT_OK
+
+
+def cmd_rules(args) -> int:
+    rules = all_rules()
+    if args.format == "json":
+        data = [{"code": r.code, "name": r.name, "fix": r.fixable or None,
+                 "summary": r.doc_sections().get("Summary", "")} for r in rules]
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        for r in rules:
+            fix = f" [fix: {r.fixable}]" if r.fixable else ""
+            print(f"{r.code}  {r.name}{fix}  — {r.doc_sections().get('Summary', '')}")
+    return EXIT_OK
+
+
+def cmd_run(args, rest) -> int:
+    try:
+        from .runtime import main as runtime_main
+    except ImportError as e:
+        raise UsageError(f"the runtime companion needs JAX: pip install 'reflint[runtime]' "
+                         f"({e})") from None
+    return runtime_main([args.script] + rest)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="reflint", description="Find misuse of JAX mutable array "
+                                "references (jax.new_ref, jax.Ref, jax.freeze).")
+    p.add_argument("--version", action="version", version=f"reflint {__version__}")
+    sub = p.add_subparsers(dest="command")
+
+    c = sub.add_parser("check", help="lint Python files")
+    c.add_argument("paths", nargs="*", help="files or directories (default: .)")
+    c.add_argument("--select", help="comma-separated codes or prefixes to enable")
+    c.add_argument("--extend-select", help="codes to enable on top of the selection")
+    c.add_argument("--ignore", help="comma-separated codes or prefixes to disable")
+    c.add_argument("--format", choices=["text", "concise", "json"], default="text")
+    c.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    c.add_argument("--diff", action="store_true", help="print fixes as a diff; write nothing")
+    c.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    c.add_argument("--target-jax-version", help=f"JAX version the code runs on "
+                   f"(default {DEFAULT_TARGET_JAX_VERSION})")
+    c.add_argument("--jobs", "-j", type=int, default=0, help="processes (default: all cores)")
+    c.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    c.add_argument("--quiet", "-q", action="store_true", help="no summary line")
+
+    r = sub.add_parser("rule", help="explain a rule")
+    r.add_argument("code")
+    rs = sub.add_parser("rules", help="list the rules")
+    rs.add_argument("--format", choices=["text", "json"], default="text")
+
+    run = sub.add_parser("run", help="run a program with runtime ref checks")
+    run.add_argument("script")
+    return p
+
+
+def main(argv: Optional[list] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    rest: list = []
+    if argv and argv[0] == "run":
+        # Everything after the script belongs to the script.
+        idx = next((i for i, a in enumerate(argv[1:], 1) if not a.startswith("-")), None)
+        if idx is not None:
+            argv, rest = argv[:idx + 1], argv[idx + 1:]
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return EXIT_ERROR if e.code not in (0, None) else EXIT_OK
+    try:
+        if args.command == "check":
+            return cmd_check(args)
+        if args.command == "rule":
+            return cmd_rule(args)
+        if args.command == "rules":
+            return cmd_rules(args)
+        if args.command == "run":
+            return cmd_run(args, rest)
+        parser.print_help()
+        return EXIT_ERROR
+    except UsageError as e:
+        print(f"reflint: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""Lint one source: decode, pre-filter, parse once, analyse once, run every enabled rule.
+
+Also applies fixes, verifying each result before it is accepted.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+import tokenize
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from .analysis import ModuleAnalysis
+from .codes import CODES
+from .diagnostics import SAFE, Diagnostic, Fix
+from .rule import all_rules
+from .settings import Settings
+
+PARSE_ERROR = "REF900"
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
+_SKIP_FILE = re.compile(r"^#\s*reflint:\s*skip-file\s*$", re.M)
+_LINE_SPLIT = re.compile(r"\r\n|\r|\n")
+
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+
+
+@dataclass
+class FileResult:
+    path: str
+    diagnostics: list
+    source: Optional[str] = None  # decoded text (None if undecodable)
+    skipped: bool = False  # pre-filter said no rule can fire
+
+
+def decode(data: bytes) -> str:
+    """Decode Python source bytes like the interpreter does (PEP 263 cookie, BOM)."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+_PREFILTER_CACHE: dict = {}
+
+
+def prefilter(settings: Settings):
+    """A compiled regex: a file that does not match cannot produce any finding."""
+    key = settings.select
+    rx = _PREFILTER_CACHE.get(key)
+    if rx is None:
+        parts = [r.triggers for r in all_rules() if settings.enabled(r.code)]
+        if any(not p for p in parts):
+            rx = re.compile("")  # a rule without triggers: every file is a candidate
+        else:
+            rx = re.compile("|".join(f"(?:{p})" for p in parts) if parts else r"(?!x)x")
+        _PREFILTER_CACHE[key] = rx
+    return rx
+
+
+def parse_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
+    return Diagnostic(path=path, line=line, column=column, code=PARSE_ERROR,
+                      name=CODES[PARSE_ERROR], message=message, end_line=line,
+                      end_column=column)
+
+
+def _syntax_error(path: str, source: str, e: "cst.ParserSyntaxError") -> Diagnostic:
+    """Prefer CPython's own message and position (what users know); fall back to libcst's."""
+    try:
+        compile(source, path, "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
+    except SyntaxError as se:
+        if se.lineno:
+            return parse_error(path, f"syntax error: {se.msg}", se.lineno, se.offset or 1)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return parse_error(path, f"syntax error: {e.message}", e.raw_line, e.raw_column + 1)
+
+
+def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
+    try:
+        source = decode(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as e:
+        msg = f"cannot decode file: {e}"
+        return FileResult(path, [parse_error(path, msg)] if settings.enabled(PARSE_ERROR) else [])
+    return lint_source(source, path, settings)
+
+
+def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool = True
+                ) -> FileResult:
+    if _SKIP_FILE.search(source):
+        return FileResult(path, [], source, skipped=True)
+    if use_prefilter and not prefilter(settings).search(source):
+        return FileResult(path, [], source, skipped=True)
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as e:
+        diags = []
+        if settings.enabled(PARSE_ERROR):
+            diags.append(_syntax_error(path, source, e))
+        return FileResult(path, diags, source)
+    except (RecursionError, MemoryError, ValueError) as e:
+        diags = []
+        if settings.enabled(PARSE_ERROR):
+            diags.append(parse_error(path, f"cannot parse file: {type(e).__name__}: {e}"))
+        return FileResult(path, diags, source)
+    diags = check_module(module, path, settings)
+    return FileResult(path, apply_noqa(diags, source), source)
+
+
+def check_module(module: cst.Module, path: str, settings: Settings) -> list:
+    rules = [r for r in all_rules() if settings.enabled(r.code)]
+    if not rules:
+        return []
+    analysis = ModuleAnalysis(module, path)
+    analysis.settings = settings
+    out = []
+    seen = set()
+    for rule in rules:
+        for finding in rule.check(analysis):
+            d = rule.to_diagnostic(analysis, finding, path)
+            if d.fix is not None and d.fix.applicability != SAFE and not settings.unsafe_fixes:
+                pass  # keep the fix in the diagnostic; --fix applies it only on request
+            k = (d.line, d.column, d.code)
+            if k in seen:
+                continue
+            seen.add(k)
+            out.append(d)
+    out.sort()
+    return out
+
+
+def apply_noqa(diags: list, source: str) -> list:
+    if not diags or "noqa" not in source:
+        return diags
+    lines = _LINE_SPLIT.split(source)
+    out = []
+    for d in diags:
+        line = lines[d.line - 1] if 0 < d.line <= len(lines) else ""
+        m = _NOQA.search(line) if "#" in line else None
+        if m:
+            codes = m.group("codes")
+            if codes is None:
+                continue
+            if d.code in {c.upper() for c in re.split(r"[,\s]+", codes) if c}:
+                continue
+        out.append(d)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Fixes
+# --------------------------------------------------------------------------------------------
+
+
+def _offsets(source: str) -> list:
+    starts = [0]
+    for m in _LINE_SPLIT.finditer(source):
+        starts.append(m.end())
+    return starts
+
+
+def apply_edits(source: str, fixes: list) -> tuple[str, list]:
+    """Apply non-overlapping fixes; returns the new source and the fixes applied."""
+    starts = _offsets(source)
+
+    def off(line, col):
+        return starts[line - 1] + col - 1
+
+    spans = []
+    for fix in fixes:
+        edits = [(off(e.line, e.column), off(e.end_line, e.end_column), e.content)
+                 for e in fix.edits]
+        spans.append((min(s for s, _, _ in edits), max(e for _, e, _ in edits), edits, fix))
+    spans.sort(key=lambda t: (t[0], t[1]))
+    chosen = []
+    last_end = -1
+    for start, end, edits, fix in spans:
+        if start < last_end or (start == last_end and chosen and start == chosen[-1][0]):
+            continue
+        chosen.append((start, end, edits, fix))
+        last_end = end
+    out = source
+    for start, end, edits, fix in reversed(chosen):
+        for s, e, content in sorted(edits, reverse=True):
+            out = out[:s] + content + out[e:]
+    return out, [c[3] for c in chosen]
+
+
+@dataclass
+class FixOutcome:
+    source: str  # the fixed source (the original when nothing was applied)
+    fixed: int  # number of fixes applied
+    remaining: list  # diagnostics left after fixing
+    error: Optional[str] = None  # why fixing was abandoned (file left untouched)
+
+
+def fix_source(source: str, path: str, settings: Settings, max_passes: int = 8) -> FixOutcome:
+    """Apply every applicable fix, verifying after each pass:
+    the result parses, each fixed diagnostic is gone, and only edited lines changed."""
+    current = source
+    total = 0
+    result = lint_source(current, path, settings)
+    for _ in range(max_passes):
+        fixes = [d.fix for d in result.diagnostics if d.fix is not None and
+                 (d.fix.applicability == SAFE or settings.unsafe_fixes)]
+        if not fixes:
+            break
+        candidate, applied = apply_edits(current, fixes)
+        problem = _verify(current, candidate, applied, result.diagnostics, path, settings)
+        if problem:
+            return FixOutcome(source, 0, lint_source(source, path, settings).diagnostics,
+                              problem)
+        current = candidate
+        total += len(applied)
+        result = lint_source(current, path, settings)
+    return FixOutcome(current, total, result.diagnostics)
+
+
+def _verify(before: str, after: str, applied: list, diags: list, path: str,
+            settings: Settings) -> Optional[str]:
+    try:
+        cst.parse_module(after)
+    except Exception as e:  # noqa: BLE001 - any failure means: do not write
+        return f"a fix produced code that does not parse ({type(e).__name__}); file left unchanged"
+    edited_lines = set()
+    for fix in applied:
+        for e in fix.edits:
+            edited_lines.update(range(e.line, e.end_line + 1))
+    old_lines = _LINE_SPLIT.split(before)
+    new_lines = _LINE_SPLIT.split(after)
+    if len(old_lines) == len(new_lines):
+        for i, (a, b) in enumerate(zip(old_lines, new_lines), start=1):
+            if a != b and i not in edited_lines:
+                return f"a fix changed line {i}, outside its edits; file left unchanged"
+    else:
+        return "a fix changed the number of lines; file left unchanged"
+    # The fixed diagnostics must be gone: count per (code, line).
+    after_diags = lint_source(after, path, settings).diagnostics
+    fixed_keys = {}
+    for d in diags:
+        if d.fix in applied:
+            fixed_keys[(d.code, d.line)] = fixed_keys.get((d.code, d.line), 0) + 1
+    before_counts = {}
+    for d in diags:
+        before_counts[(d.code, d.line)] = before_counts.get((d.code, d.line), 0) + 1
+    after_counts = {}
+    for d in after_diags:
+        after_counts[(d.code, d.line)] = after_counts.get((d.code, d.line), 0) + 1
+    for key, n in fixed_keys.items():
+        if after_counts.get(key, 0) > before_counts.get(key, 0) - n:
+            return (f"a {key[0]} fix on line {key[1]} did not remove the finding; "
+                    "file left unchanged")
+    return None

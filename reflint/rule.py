@@ -1,0 +1,134 @@
+"""The Rule base class and the registry of rules (modules of ``reflint.rules``)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from typing import TYPE_CHECKING, Iterator, Optional
+
+import libcst as cst
+
+from .codes import CODES
+from .diagnostics import Diagnostic, Fix, Related
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .analysis import ModuleAnalysis
+
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Known limits",
+                "JAX versions", "Runtime message")
+
+
+class Finding:
+    """A rule's raw result: nodes, not yet positions (positions are resolved lazily)."""
+
+    __slots__ = ("node", "message", "related_node", "related_message", "fix")
+
+    def __init__(self, node, message, related_node=None, related_message="", fix=None):
+        self.node = node
+        self.message = message
+        self.related_node = related_node
+        self.related_message = related_message
+        self.fix = fix  # callable(analysis) -> Fix | None, or None
+
+
+class Rule:
+    """One rule: a stable code, a kebab-case name, documentation in the docstring."""
+
+    code: str = ""
+    name: str = ""
+    fixable: str = ""  # "", "safe" or "unsafe"
+    # Regex of source text without which the rule cannot fire (used by the pre-filter).
+    triggers: str = ""
+
+    def check(self, analysis: "ModuleAnalysis") -> Iterator[Finding]:  # pragma: no cover
+        raise NotImplementedError
+
+    # -- documentation -------------------------------------------------------------------
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        return parse_doc_sections(cls.__doc__ or "")
+
+    @classmethod
+    def examples(cls) -> tuple[str, str]:
+        """The code of the 'Example' (must fire) and 'Use instead' (must not) sections."""
+        sections = cls.doc_sections()
+        return (_code_block(sections.get("Example", "")),
+                _code_block(sections.get("Use instead", "")))
+
+    def to_diagnostic(self, analysis, finding: Finding, path: str) -> Diagnostic:
+        pos = analysis.position(finding.node)
+        line, col, end_line, end_col = pos if pos else (1, 1, 1, 1)
+        related = None
+        if finding.related_node is not None:
+            rpos = analysis.position(finding.related_node)
+            if rpos:
+                related = Related(rpos[0], rpos[1], finding.related_message)
+        fix: Optional[Fix] = None
+        if finding.fix is not None:
+            fix = finding.fix(analysis)
+        return Diagnostic(path=path, line=line, column=col, code=self.code, name=self.name,
+                          message=finding.message, end_line=end_line, end_column=end_col,
+                          fix=fix, related=related)
+
+
+def parse_doc_sections(doc: str) -> dict[str, str]:
+    """Split a docstring into ``## Section`` parts (first line is the summary)."""
+    import inspect
+
+    text = inspect.cleandoc(doc)
+    sections: dict[str, str] = {}
+    current = "Summary"
+    lines: list[str] = []
+    for line in text.splitlines():
+        m = re.match(r"^##\s+(.*?)\s*$", line)
+        if m:
+            sections[current] = "\n".join(lines).strip()
+            current, lines = m.group(1), []
+        else:
+            lines.append(line)
+    sections[current] = "\n".join(lines).strip()
+    return sections
+
+
+def _code_block(text: str) -> str:
+    m = re.search(r"```python\n(.*?)```", text, re.S)
+    return m.group(1) if m else ""
+
+
+_RULES: Optional[list] = None
+
+
+def all_rules() -> list[Rule]:
+    """Every rule, ordered by code: one module per rule in ``reflint.rules``."""
+    global _RULES
+    if _RULES is None:
+        import reflint.rules as pkg
+
+        found = []
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            if mod.name.startswith("_"):
+                continue
+            module = importlib.import_module(f"reflint.rules.{mod.name}")
+            for obj in vars(module).values():
+                if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and \
+                        obj.__module__ == module.__name__:
+                    found.append(obj())
+        for r in found:
+            if CODES.get(r.code) != r.name:
+                raise RuntimeError(f"rule {r.code} is named {r.name!r}, codes.py says "
+                                   f"{CODES.get(r.code)!r}")
+        _RULES = sorted(found, key=lambda r: r.code)
+    return _RULES
+
+
+def rule_by_code(code: str) -> Optional[Rule]:
+    for r in all_rules():
+        if r.code == code or r.name == code:
+            return r
+    return None
+
+
+def node_text(module: cst.Module, node: cst.CSTNode) -> str:
+    return module.code_for_node(node)

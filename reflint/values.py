@@ -1,0 +1,168 @@
+"""Abstract values of the shared analysis.
+
+``None`` stands for "unknown": a value reflint knows nothing about. Rules stay silent on unknowns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+
+    from .analysis import ClassInfo, FunctionInfo
+
+
+class Value:
+    __slots__ = ()
+
+
+@dataclass(eq=False)
+class QN(Value):
+    """The object found at a qualified name, e.g. ``jax.numpy.sin`` (from imports)."""
+
+    qualname: str
+
+
+@dataclass(eq=False)
+class RefVal(Value):
+    """A JAX Ref.
+
+    ``key`` identifies the ref: two RefVals with the same key are the same ref (same creation
+    site evaluated in the same scope, or the same parameter). ``origin`` says where it came from:
+    'created' (a constructor call), 'param' (a parameter that receives refs or is annotated Ref),
+    'pallas' (a Pallas kernel parameter), 'slice' (a scan slice of a ref), 'merged'.
+    """
+
+    key: Any
+    origin: str
+    node: Optional["cst.CSTNode"]  # creation call or parameter node
+    scope: Optional["FunctionInfo"]  # function in which it was created / whose parameter it is
+    name: str = ""
+    kwargs: dict = field(default_factory=dict)  # constructor keyword args (e.g. kind=)
+    unique: bool = True  # one ref per key (False for refs created in loops or merged)
+
+
+@dataclass(eq=False)
+class SeqVal(Value):
+    items: tuple
+    kind: str = "tuple"
+
+
+@dataclass(eq=False)
+class DictVal(Value):
+    items: dict
+
+
+@dataclass(eq=False)
+class Transform:
+    """One application of a JAX transform to a function."""
+
+    kind: str  # canonical transform name (api.JIT, api.VMAP, ...)
+    node: "cst.CSTNode"  # the decorator expression or the call
+    kwargs: dict  # keyword name -> cst expression
+    args: tuple = ()  # extra positional cst expressions (e.g. vmap's in_axes)
+
+
+@dataclass(eq=False)
+class FuncVal(Value):
+    info: "FunctionInfo"
+    transforms: tuple = ()
+    bound_args: tuple = ()  # functools.partial positional values
+    bound_kwargs: tuple = ()  # functools.partial keyword names
+    self_value: Optional[Value] = None  # bound method receiver
+
+
+@dataclass(eq=False)
+class TransformVal(Value):
+    """A transform not yet applied to a function: ``jax.jit``, ``partial(jax.jit, ...)``."""
+
+    kind: str
+    node: "cst.CSTNode"
+    kwargs: dict
+    args: tuple = ()
+
+
+@dataclass(eq=False)
+class ClassVal(Value):
+    cls: "ClassInfo"
+
+
+@dataclass(eq=False)
+class InstanceVal(Value):
+    cls: "ClassInfo"
+
+
+@dataclass(eq=False)
+class ArrayVal(Value):
+    """A JAX Array (result of jax.numpy / jax.lax / jax.random, or the read of a ref)."""
+
+    node: Optional["cst.CSTNode"] = None
+
+
+@dataclass(eq=False)
+class SpecialVal(Value):
+    """Callable helpers with meaning for the analysis (``f.defvjp``, ``pallas_call(k)``...)."""
+
+    kind: str
+    target: Any = None
+    node: Any = None
+
+
+def iter_refs(value: Optional[Value], path: str = "") -> Iterator[tuple[RefVal, str]]:
+    """All refs inside a value (pytrees of tuples, lists and dicts), with their paths."""
+    if value is None:
+        return
+    if isinstance(value, RefVal):
+        yield value, path
+    elif isinstance(value, SeqVal):
+        for i, item in enumerate(value.items):
+            yield from iter_refs(item, f"{path}[{i}]")
+    elif isinstance(value, DictVal):
+        for k, item in value.items.items():
+            yield from iter_refs(item, f"{path}[{k!r}]")
+
+
+def contains_ref(value: Optional[Value]) -> bool:
+    return next(iter_refs(value), None) is not None
+
+
+def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
+    """Merge two possible values of one name (after branches). Unknown wins; refs stay refs."""
+    if a is b:
+        return a
+    if a is None or b is None:
+        return None
+    if isinstance(a, RefVal) and isinstance(b, RefVal):
+        if a.key == b.key:
+            return a
+        return RefVal(key=("merged", a.key, b.key), origin="merged", node=a.node, scope=a.scope,
+                      name=a.name, unique=False)
+    if isinstance(a, QN) and isinstance(b, QN):
+        return a if a.qualname == b.qualname else None
+    if isinstance(a, SeqVal) and isinstance(b, SeqVal) and len(a.items) == len(b.items):
+        return SeqVal(tuple(join(x, y) for x, y in zip(a.items, b.items)), a.kind)
+    if isinstance(a, DictVal) and isinstance(b, DictVal) and a.items.keys() == b.items.keys():
+        return DictVal({k: join(a.items[k], b.items[k]) for k in a.items})
+    if isinstance(a, ArrayVal) and isinstance(b, ArrayVal):
+        return a
+    if isinstance(a, FuncVal) and isinstance(b, FuncVal) and a.info is b.info and \
+            a.transforms == b.transforms:
+        return a
+    if isinstance(a, (ClassVal, InstanceVal)) and type(a) is type(b) and a.cls is b.cls:
+        return a
+    return None
+
+
+def signature(value: Optional[Value]) -> Any:
+    """A stable, comparable summary of a value's ref content (for the fixpoint)."""
+    if value is None:
+        return None
+    if isinstance(value, RefVal):
+        return ("ref", value.key)
+    if isinstance(value, SeqVal):
+        return ("seq",) + tuple(signature(v) for v in value.items)
+    if isinstance(value, DictVal):
+        return ("dict",) + tuple(sorted((str(k), signature(v)) for k, v in value.items.items()))
+    return type(value).__name__

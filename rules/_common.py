@@ -1,0 +1,71 @@
+"""Small helpers shared by rules (wording, fixes). Analysis belongs in reflint.analysis."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from reflint import api
+from reflint.diagnostics import SAFE, Edit, Fix
+
+ROLE_WORDS = {
+    api.JIT: "a jit-compiled function",
+    api.SCAN: "a lax.scan body",
+    api.COND: "a lax.cond branch",
+    api.SWITCH: "a lax.switch branch",
+    "while_body": "a lax.while_loop body",
+    "while_cond": "a lax.while_loop condition",
+    "fori": "a lax.fori_loop body",
+    api.FORI_LOOP: "a lax.fori_loop body",
+    api.WHILE_LOOP: "a lax.while_loop body",
+    api.MAP: "a lax.map body",
+    api.CUSTOM_VJP: "a custom_vjp function",
+    api.CUSTOM_JVP: "a custom_jvp function",
+    api.VMAP: "a vmapped function",
+    api.PMAP: "a pmapped function",
+    api.SHARD_MAP: "a shard_map function",
+    api.CHECKPOINT: "a checkpointed (remat) function",
+    "custom_vjp_fwd": "a custom_vjp fwd rule",
+    "custom_vjp_bwd": "a custom_vjp bwd rule",
+    "pallas_kernel": "a Pallas kernel",
+    "pallas_call": "a Pallas kernel",
+}
+
+
+def role_word(kind: str) -> str:
+    return ROLE_WORDS.get(kind, f"a function traced by {kind}")
+
+
+def ref_name(analysis, expr, ref) -> str:
+    if expr is not None:
+        text = analysis.module.code_for_node(expr).strip()
+        if len(text) <= 40 and "\n" not in text:
+            return text
+    return ref.name or "the ref"
+
+
+def where_from(analysis, ref) -> str:
+    d = analysis.description(ref)
+    return f" ({d})" if d else ""
+
+
+_ATOMIC = (cst.Name, cst.Attribute, cst.Subscript, cst.Call)
+
+
+def read_fix_factory(expr, applicability=SAFE):
+    """A fix inserting the read ``[...]`` after ``expr`` (parenthesized where needed)."""
+
+    def make(analysis):
+        pos = analysis.position(expr)
+        if pos is None:
+            return None
+        line, col, end_line, end_col = pos
+        if isinstance(expr, _ATOMIC) and not expr.lpar:
+            edits = (Edit(end_line, end_col, end_line, end_col, "[...]"),)
+        elif expr.lpar:
+            edits = (Edit(end_line, end_col, end_line, end_col, "[...]"),)
+        else:
+            edits = (Edit(line, col, line, col, "("),
+                     Edit(end_line, end_col, end_line, end_col, ")[...]"))
+        return Fix("Read the ref with [...]", edits, applicability)
+
+    return make

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from reflint import api
+from reflint.rule import Finding, Rule
+from reflint.values import iter_refs
+
+from ._common import role_word, where_from
+
+CALL_KINDS = (api.JIT, api.PMAP, api.CUSTOM_VJP, api.SCAN, api.COND, api.SWITCH,
+              api.WHILE_LOOP, api.FORI_LOOP, api.MAP)
+
+
+class RefClosedOverAndPassed(Rule):
+    """A traced function closes over a Ref that is also passed to it as an argument.
+
+    ## What it does
+    Reports a call to a jit-compiled function, a custom_vjp function, or a `lax.scan` /
+    `cond` / `switch` / `while_loop` / `fori_loop` / `map` body, when the function reads a Ref
+    from an enclosing scope (a closure or a module global) and the same Ref is also among the
+    call's arguments or carried operands.
+
+    ## Why is this bad?
+    Inside the function the ref would be reachable under two names — the closure and the
+    parameter — which is aliasing, and JAX forbids it. JAX raises at trace time; with checks
+    off, XLA fails at execution with `Attempt to donate the same buffer twice`. For `scan` and
+    `fori_loop` carries JAX reports it misleadingly, as a returned ref.
+
+    ## Example
+    ```python
+    import jax
+    import jax.numpy as jnp
+
+    x_ref = jax.new_ref(jnp.zeros(3))
+
+    @jax.jit
+    def add_from_global(y_ref):
+        y_ref[...] += x_ref[...]
+
+    add_from_global(x_ref)
+    ```
+
+    ## Use instead
+    ```python
+    import jax
+    import jax.numpy as jnp
+
+    x_ref = jax.new_ref(jnp.zeros(3))
+
+    @jax.jit
+    def add_into(y_ref, x_ref):
+        y_ref[...] += x_ref[...]
+
+    y_ref = jax.new_ref(jnp.ones(3))
+    add_into(y_ref, x_ref)
+    ```
+    Either pass the ref or close over it, not both.
+
+    ## Known limits
+    The closed-over ref must be visible in this module (a global or a variable of an enclosing
+    function). Closures through object attributes are not followed.
+
+    ## JAX versions
+    0.7.2+: a targeted error for jit and cond; for scan/fori carries the error talks about a
+    returned ref. 0.7.1 (checks off): XLA `Attempt to donate the same buffer twice`.
+
+    ## Runtime message
+    `ValueError: when tracing add_from_global at ... for jit, a mutable array reference of type
+    Ref{float32[3]} was both closed over and passed as the argument y_ref`
+    """
+
+    code = "REF003"
+    name = "ref-closed-over-and-passed"
+    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b"
+
+    def check(self, analysis):
+        for call in analysis.traced_calls:
+            kinds = [t.kind for t in call.transforms] or [call.kind]
+            if not any(k in CALL_KINDS for k in kinds):
+                continue
+            passed = {}
+            for value, expr in call.operands:
+                for ref, _ in iter_refs(value):
+                    passed.setdefault(ref.key, (ref, expr))
+            if not passed:
+                continue
+            done = False
+            for target in call.targets:
+                for name, (value, _node) in target.closure_refs.items():
+                    for ref, _ in iter_refs(value):
+                        if ref.key in passed and ref.unique:
+                            what = role_word(kinds[-1] if kinds[-1] != api.WHILE_LOOP
+                                             else "while_body")
+                            msg = (f"{target.name} ({what}) closes over {name} and is also "
+                                   f"passed it as an argument{where_from(analysis, ref)}; "
+                                   f"the ref would be aliased — pass it or close over it, "
+                                   f"not both")
+                            yield Finding(call.node, msg)
+                            done = True
+                            break
+                    if done:
+                        break
+                if done:
+                    break

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from reflint.diagnostics import SAFE, UNSAFE
+from reflint.rule import Finding, Rule
+
+from ._common import read_fix_factory, ref_name, where_from
+
+
+class RefUsedAsArray(Rule):
+    """A Ref is used where an Array is expected, without reading it with `[...]`.
+
+    ## What it does
+    Reports a Ref used as an operand of arithmetic, comparison, unary or matmul operators
+    (`x_ref + 1`, `-x_ref`, `x_ref @ w`, `x_ref == 0`), passed to a `jax.numpy`, `jax.lax`,
+    `jax.nn`, `jax.scipy` or NumPy function (`jnp.sin(x_ref)`, `np.asarray(x_ref)`,
+    `lax.stop_gradient(x_ref)`), converted with `float()`/`int()`, asked for an Array-only
+    method or attribute (`.sum()`, `.T`, `.reshape()`, `.astype()`), or rebound with an
+    augmented assignment (`x_ref += 1`). Valid uses are not reported: `.shape`, `.dtype`,
+    `.ndim`, `.size`, `len()`, indexing, `is None`, passing the ref to functions that take refs.
+
+    ## Why is this bad?
+    A Ref is not an Array: indexed reads and writes are about the only things it supports.
+    JAX's errors are often cryptic (`'AbstractRef' object has no attribute '_add'`, `sin
+    requires ndarray or scalar arguments`), and some uses are silently wrong: `x_ref == 0` is
+    `False` without comparing anything, and inside `jit` `jnp.asarray(x_ref)` and
+    `lax.stop_gradient(x_ref)` return the ref itself, unread.
+
+    ## Example
+    ```python
+    import jax
+    import jax.numpy as jnp
+
+    x_ref = jax.new_ref(jnp.arange(3.0))
+    y = jnp.sin(x_ref)
+    ```
+
+    ## Use instead
+    ```python
+    import jax
+    import jax.numpy as jnp
+
+    x_ref = jax.new_ref(jnp.arange(3.0))
+    y = jnp.sin(x_ref[...])
+    ```
+
+    ## Fix safety
+    The fix inserts the read, `x_ref` → `x_ref[...]` (parenthesized where precedence needs
+    it). It is safe: the original code fails or computes nothing meaningful. For `x_ref += v`
+    the fix (`x_ref[...] += v`) turns a rebinding into an in-place write; it is marked unsafe
+    and applied only with `--unsafe-fixes`.
+
+    ## Known limits
+    Only refs the analysis can see are reported (see the shared analysis). In Pallas kernels
+    `.reshape`, `.T`, `.bitcast` and `.at` make ref views and are not reported. Refs passed to
+    functions of other libraries are not reported.
+
+    ## JAX versions
+    Every version rejects math on an unread ref, with messages that changed: up to 0.9 `jnp.*`
+    says "did you forget to unpack ([...]) the ref?"; 0.10.2 says `sin requires ndarray or
+    scalar arguments`. Inside jit, operators fail with `'AbstractRef' object has no attribute
+    '_add'`. `ref.T` / `ref.reshape` inside jit return a ref view from 0.7.2 on. `ref.ndim` and
+    `ref.size` work at top level from 0.9 / 0.10.2.
+
+    ## Runtime message
+    `ValueError: Attempting to pass a Ref Ref{float32[3]} to a primitive: sin -- did you forget
+    to unpack ([...]) the ref?` (≤0.9), `TypeError: sin requires ndarray or scalar arguments`
+    (0.10.2), `TypeError: unsupported operand type(s) for +: 'Ref' and 'int'` (top level), or
+    nothing at all for `x_ref == 0`, `jnp.asarray(x_ref)` inside jit and `lax.stop_gradient`.
+    """
+
+    code = "REF007"
+    name = "ref-used-as-array"
+    fixable = SAFE
+    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b|pallas"
+
+    def check(self, analysis):
+        for use in analysis.ref_uses:
+            name = ref_name(analysis, use.expr, use.ref)
+            origin = where_from(analysis, use.ref)
+            if use.kind == "binop":
+                msg = f"{name} is a Ref used as an operand of `{use.detail}`"
+            elif use.kind == "unary":
+                msg = f"{name} is a Ref used as the operand of unary `{use.detail}`"
+            elif use.kind == "compare":
+                msg = f"{name} is a Ref compared with `{use.detail}`"
+                if use.detail in ("==", "!="):
+                    msg += (f" (JAX evaluates it to {use.detail == '!='} without comparing "
+                            "values)")
+            elif use.kind == "call_arg":
+                fn = analysis.module.code_for_node(use.context.func).strip()
+                msg = f"{name} is a Ref passed to {fn}, which expects an Array"
+            elif use.kind == "attr":
+                msg = f"{name} is a Ref; `.{use.detail}` exists only on Arrays"
+            elif use.kind == "builtin":
+                msg = f"{name} is a Ref converted with {use.detail}()"
+            elif use.kind == "augassign":
+                msg = (f"{name} is a Ref updated with `{use.detail}`, which rebinds the name "
+                       f"instead of writing the ref")
+            else:  # pragma: no cover - all kinds are listed above
+                msg = f"{name} is a Ref used as an Array"
+            msg += f"{origin}; read it first with {name}[...]"
+            applicability = UNSAFE if use.kind == "augassign" else SAFE
+            yield Finding(use.expr, msg, fix=read_fix_factory(use.expr, applicability))

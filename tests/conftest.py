@@ -1,0 +1,49 @@
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+EXPECT = re.compile(r"#\s*expect:\s*(REF\d{3}(?:\s*,\s*REF\d{3})*)")
+
+
+def fixture_files():
+    out = []
+    for root, _, files in os.walk(FIXTURES):
+        for f in sorted(files):
+            if f.endswith(".py") and not f.startswith("_"):
+                out.append(os.path.join(root, f))
+    return sorted(out)
+
+
+def expectations(source: str) -> set:
+    exp = set()
+    for i, line in enumerate(source.splitlines(), start=1):
+        m = EXPECT.search(line)
+        if m:
+            for code in re.split(r"\s*,\s*", m.group(1)):
+                exp.add((i, code))
+    return exp
+
+
+def strip_expect_comments(source: str) -> str:
+    return re.sub(r"[ \t]*#\s*expect:[^\n]*", "", source)
+
+
+def reflint_cmd():
+    exe = shutil.which("reflint", path=os.path.dirname(sys.executable)) or shutil.which("reflint")
+    return [exe] if exe else [sys.executable, "-m", "reflint"]
+
+
+def run_reflint(*args, cwd=None, input=None):
+    return subprocess.run(reflint_cmd() + list(args), capture_output=True, text=True, cwd=cwd,
+                          input=input, timeout=300)
+
+
+@pytest.fixture
+def reflint():
+    return run_reflint

@@ -1,0 +1,57 @@
+"""Every fixture's `# expect:` lines are exactly the diagnostics reported."""
+
+import os
+
+import pytest
+
+from conftest import FIXTURES, expectations, fixture_files, strip_expect_comments
+from reflint.engine import fix_source, lint_source
+from reflint.settings import Settings
+
+FILES = fixture_files()
+
+
+def rel(p):
+    return os.path.relpath(p, FIXTURES)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[rel(p) for p in FILES])
+def test_fixture_expectations(path):
+    with open(path, encoding="utf-8") as fh:
+        source = fh.read()
+    result = lint_source(source, path, Settings())
+    reported = {(d.line, d.code) for d in result.diagnostics}
+    expected = expectations(source)
+    missing = expected - reported
+    extra = reported - expected
+    details = "\n".join(f"  {d.line}:{d.column} {d.code} {d.message}" for d in result.diagnostics)
+    assert not missing and not extra, (
+        f"missing={sorted(missing)} extra={sorted(extra)}\nreported:\n{details}")
+
+
+@pytest.mark.parametrize("path", FILES, ids=[rel(p) for p in FILES])
+def test_prefilter_is_conservative(path):
+    with open(path, encoding="utf-8") as fh:
+        source = fh.read()
+    on = lint_source(source, path, Settings(), use_prefilter=True).diagnostics
+    off = lint_source(source, path, Settings(), use_prefilter=False).diagnostics
+    assert on == off
+
+
+FIX_PAIRS = [p for p in FILES if os.path.exists(p[:-3] + ".fixed.py")
+             and not p.endswith(".fixed.py")]
+
+
+@pytest.mark.parametrize("path", FIX_PAIRS, ids=[rel(p) for p in FIX_PAIRS])
+def test_fix_produces_twin(path):
+    with open(path, encoding="utf-8") as fh:
+        source = fh.read()
+    with open(path[:-3] + ".fixed.py", encoding="utf-8") as fh:
+        twin = fh.read()
+    settings = Settings()
+    outcome = fix_source(source, path, settings)
+    assert outcome.error is None
+    assert outcome.fixed > 0
+    assert strip_expect_comments(outcome.source) == twin
+    again = fix_source(outcome.source, path, settings)
+    assert again.fixed == 0 and again.source == outcome.source
