@@ -849,6 +849,19 @@ class ModuleAnalysis:
             return QN(f"builtins.{name}")
         return None
 
+    def _note_closure(self, name: str, label: str, value: Value, node) -> None:
+        """Record ``value`` as closed over by every function between here and the scope that
+        binds ``name``."""
+        scope = self._func.parent
+        while scope is not None and name not in scope.summary:
+            scope = scope.parent
+        if scope is None:
+            return
+        f = self._func
+        while f is not None and f is not scope:
+            f.closure_refs.setdefault(label, (value, node))
+            f = f.parent
+
     # -- expressions -------------------------------------------------------------------------
 
     def _eval(self, node, state: _State) -> Optional[Value]:
@@ -877,7 +890,12 @@ class ModuleAnalysis:
                 if attr == "at":
                     return SpecialVal("ref_at", base)
                 return None
-            return self._attribute_value(base, attr)
+            value = self._attribute_value(base, attr)
+            if isinstance(value, RefVal) and isinstance(node.value, cst.Name) and \
+                    node.value.value not in state.env:
+                # `self.buf` read through a closed-over `self`: a closed-over ref.
+                self._note_closure(node.value.value, f"{node.value.value}.{attr}", value, node)
+            return value
         if t is cst.Call:
             return self._eval_call(node, state)
         if t is cst.Subscript:

@@ -118,6 +118,9 @@ ARRAY_FUNCTION_MODULES = ("jax.numpy.", "jax.lax.", "numpy.", "jax.nn.", "jax.sc
 ARRAY_FUNCTION_EXEMPT = frozenset({
     "shape", "ndim", "size", "result_type", "dtype", "isscalar", "iterable", "issubdtype",
     "broadcast_shapes", "can_cast", "promote_types", "finfo", "iinfo",
+    # Only the shape and dtype of their argument matter (idiomatic in Pallas kernels:
+    # `acc_ref[...] = jnp.zeros_like(acc_ref)`).
+    "zeros_like", "ones_like", "full_like", "empty_like",
 })
 # Modules whose functions return JAX Arrays (for REF013 and for "is this an Array").
 JAX_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
