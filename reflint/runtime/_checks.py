@@ -134,10 +134,11 @@ def _parent_chain(trace: Any) -> set[int]:
 
 # --------------------------------------------------------------------------- checks
 
-def _is_foreign(ref: Any, meta: _Meta | None, scope: _Scope, created_in: tuple) -> bool:
-    """True when `ref` was neither created inside `scope` nor passed to it as an argument."""
+def _is_foreign(ref: Any, meta: _Meta | None, scope: _Scope, created_in: tuple,
+                args_ok: bool = True) -> bool:
+    """True when `ref` was not created inside `scope` (nor passed to it, when `args_ok`)."""
     if any(a is ref for a in scope.args):
-        return False
+        return not args_ok
     if meta is not None:
         return scope not in created_in
     if _api.is_tracer(ref):
@@ -167,7 +168,7 @@ def check_access(ref: Any, write: bool, op: str) -> None:
         sc = st.remats[-1]
         kind = getattr(getattr(ref, "aval", None), "kind", None)
         if kind != "no_grad_no_remat" and _is_foreign(
-                ref, meta, sc, meta.remats if meta is not None else ()):
+                ref, meta, sc, meta.remats if meta is not None else (), args_ok=False):
             raise RematOfImpureFunction(
                 f"{op} to a {_describe(ref, meta)} inside {sc.kind}-ed function {sc.fname}, "
                 "which did not create it. Under jax.grad the backward pass replays the "

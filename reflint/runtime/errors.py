@@ -117,6 +117,8 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
         r"did you forget to unpack"
         r"|'(?:Abstract)?(?:Array)?Ref' object has no attribute"
         r"|unsupported operand type\(s\) for .*'(?:Array)?Ref'"
+        # JAX 0.10: Array tracer + ref tracer; two plain tracers never fail this way
+        r"|unsupported operand type\(s\) for \S+: '\w*Tracer' and '\w*Tracer'"
         r"|not supported between instances of .*'(?:Array)?Ref'"
         r"|bad operand type for unary .*'(?:Array)?Ref'"
         r"|argument must be .*not '(?:Array)?Ref'"
