@@ -1,0 +1,599 @@
+"""Checked ref primitives, wrapped transforms, and install()/uninstall().
+
+Design: refs are never proxied.  JAX's own objects (``jax.Ref`` at top level,
+tracers inside transforms) are returned unchanged; metadata lives on the side
+in an identity-keyed registry whose entries die with the ref (weakref
+callbacks).  Scopes come from JAX's own trace state (``core.trace_ctx.trace``)
+plus two small stacks kept by the wrapped vmap/pmap/shard_map and
+checkpoint/remat.  All checks run in Python at trace time or in the call
+wrapper, never inside compiled code.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+import weakref
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import jax
+import numpy as np
+
+from reflint.runtime import _api
+from reflint.runtime.errors import (
+    FreezeOutsideCreationScope,
+    MappedWriteToClosedOverRef,
+    RefError,
+    RefOfRef,
+    RefUsedAsArray,
+    RematOfImpureFunction,
+    UseAfterFreeze,
+    translate,
+)
+
+_MISSING = object()
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__))
+
+
+# --------------------------------------------------------------------------- registry
+
+class _Meta:
+    __slots__ = ("scope", "maps", "remats", "frozen", "site")
+
+    def __init__(self, scope: Any, maps: tuple, remats: tuple, site: str):
+        self.scope = scope
+        self.maps = maps
+        self.remats = remats
+        self.frozen = False
+        self.site = site
+
+
+class _Registry:
+    """id(ref) -> (weakref or strong ref, _Meta); an entry is dropped when its ref dies."""
+
+    def __init__(self) -> None:
+        self._d: dict[int, tuple[Callable[[], Any], _Meta]] = {}
+        self.frozen_top = 0  # top-level refs frozen so far (enables the jit-call check)
+
+    def add(self, obj: Any, meta: _Meta) -> None:
+        key = id(obj)
+        d = self._d
+        try:
+            wr: Callable[[], Any] = weakref.ref(obj, lambda _w, key=key, d=d: d.pop(key, None))
+        except TypeError:  # not weakref-able in this JAX version: keep it alive instead
+            wr = (lambda o: (lambda: o))(obj)
+        d[key] = (wr, meta)
+
+    def get(self, obj: Any) -> _Meta | None:
+        entry = self._d.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            return entry[1]
+        return None
+
+    def clear(self) -> None:
+        self._d.clear()
+        self.frozen_top = 0
+
+
+REGISTRY = _Registry()
+
+
+class _Scope:
+    """One active vmap/pmap/shard_map body or checkpoint/remat body."""
+
+    __slots__ = ("kind", "fname", "trace", "args", "outer", "__weakref__")
+
+    def __init__(self, kind: str, fname: str, trace: Any, args: list, outer: set[int]):
+        self.kind = kind
+        self.fname = fname
+        self.trace = trace
+        self.args = args
+        self.outer = outer
+
+
+class _Stacks(threading.local):
+    def __init__(self) -> None:
+        self.maps: list[_Scope] = []
+        self.remats: list[_Scope] = []
+
+
+STACKS = _Stacks()
+
+
+def _user_site() -> str:
+    """file:line of the innermost frame outside reflint.runtime and jax."""
+    f = sys._getframe(2)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not (fn.startswith(_PKG_DIR) or fn.startswith(_JAX_DIR) or "<frozen" in fn
+                or fn.endswith(("contextlib.py", "functools.py"))):
+            return f"{fn}:{f.f_lineno}"
+        f = f.f_back
+    return "<unknown>"
+
+
+def _describe(ref: Any, meta: _Meta | None) -> str:
+    aval = getattr(ref, "aval", None)
+    ty = aval.str_short() if hasattr(aval, "str_short") else type(ref).__name__
+    where = f" created at {meta.site}" if meta is not None else ""
+    return f"ref of type {ty}{where}"
+
+
+def _parent_chain(trace: Any) -> set[int]:
+    out: set[int] = set()
+    t = getattr(trace, "parent_trace", None)
+    while t is not None and len(out) < 256:
+        out.add(id(t))
+        t = getattr(t, "parent_trace", None)
+    return out
+
+
+# --------------------------------------------------------------------------- checks
+
+def _is_foreign(ref: Any, meta: _Meta | None, scope: _Scope, created_in: tuple,
+                args_ok: bool = True) -> bool:
+    """True when `ref` was not created inside `scope` (nor passed to it, when `args_ok`)."""
+    if any(a is ref for a in scope.args):
+        return not args_ok
+    if meta is not None:
+        return scope not in created_in
+    if _api.is_tracer(ref):
+        return id(getattr(ref, "_trace", None)) in scope.outer
+    return True  # a top-level Ref that the body closes over
+
+
+def check_access(ref: Any, write: bool, op: str) -> None:
+    """Run the use-after-freeze, mapped-write and remat-write checks for one access."""
+    meta = REGISTRY.get(ref)
+    if meta is not None and meta.frozen:
+        raise UseAfterFreeze(
+            f"{op} of a {_describe(ref, meta)} after jax.freeze(...) invalidated it. "
+            "Freeze a ref only after its last read or write, and use the frozen value instead.")
+    if not write:
+        return
+    st = STACKS
+    if st.maps:
+        sc = st.maps[-1]
+        if _is_foreign(ref, meta, sc, meta.maps if meta is not None else ()):
+            raise MappedWriteToClosedOverRef(
+                f"{op} to a {_describe(ref, meta)} that the {sc.kind}-mapped function "
+                f"{sc.fname} closes over: which mapped instance's value should it hold? Pass the "
+                f"ref as an argument of the mapped function (with a mapped axis, e.g. "
+                f"in_axes=0), or write to it outside the {sc.kind}.")
+    if st.remats:
+        sc = st.remats[-1]
+        kind = getattr(getattr(ref, "aval", None), "kind", None)
+        if kind != "no_grad_no_remat" and _is_foreign(
+                ref, meta, sc, meta.remats if meta is not None else (), args_ok=False):
+            raise RematOfImpureFunction(
+                f"{op} to a {_describe(ref, meta)} inside {sc.kind}-ed function {sc.fname}, "
+                "which did not create it. Under jax.grad the backward pass replays the "
+                "function, so the write happens twice (JAX >= 0.9 does this silently). Move the "
+                "write outside the rematerialized function, or create the ref with "
+                "jax.new_ref(..., kind='no_grad_no_remat') (JAX >= 0.10).")
+
+
+def _register_new(ref: Any) -> None:
+    st = STACKS
+    REGISTRY.add(ref, _Meta(_api.current_trace(), tuple(st.maps), tuple(st.remats),
+                            _user_site()))
+
+
+def new_ref(init_val: Any, **kwargs: Any) -> Any:
+    """Checked ``jax.new_ref``: REF009 for a ref of a ref; records the creation scope."""
+    if _api.new_ref is None:
+        raise NotImplementedError("this JAX version has no mutable array refs")
+    if _api.is_ref(init_val):
+        raise RefOfRef(
+            "jax.new_ref(x) was called with x itself a ref; refs of refs are not supported "
+            "(JAX fails later with an internal error). Pass x[...] to copy the value into a "
+            "new ref, or use x directly.")
+    ref = _api.new_ref(init_val, **kwargs)
+    _register_new(ref)
+    return ref
+
+
+def empty_ref(*args: Any, **kwargs: Any) -> Any:
+    """Checked ``jax.empty_ref`` (JAX >= 0.10 only)."""
+    if _api.empty_ref is None:
+        raise NotImplementedError("jax.empty_ref does not exist in JAX " + jax.__version__)
+    ref = _api.empty_ref(*args, **kwargs)
+    _register_new(ref)
+    return ref
+
+
+def freeze(ref: Any) -> Any:
+    """Checked ``jax.freeze``: REF004 outside the creation scope, REF010 when frozen twice."""
+    meta = REGISTRY.get(ref)
+    if meta is not None and meta.frozen:
+        raise UseAfterFreeze(
+            f"jax.freeze of a {_describe(ref, meta)} that was already frozen. Freeze each ref "
+            "once and keep the returned Array.")
+    cur = _api.current_trace()
+    if cur is not None and _api.is_ref(ref):
+        if meta is not None:
+            outside = meta.scope is not cur
+        else:
+            outside = not _api.is_eval_trace(cur)
+        if outside:
+            raise FreezeOutsideCreationScope(
+                f"jax.freeze was called on a {_describe(ref, meta)} outside the trace that "
+                "created it (a jit argument, a ref closed over by jit, or an outer ref frozen "
+                "in a scan/cond/vmap body). Freeze only where the ref was created; elsewhere "
+                "read its value with x_ref[...].")
+    out = _api.freeze(ref)
+    if meta is None:
+        meta = _Meta(cur, (), (), _user_site())
+        REGISTRY.add(ref, meta)
+    meta.frozen = True
+    if not _api.is_tracer(ref):
+        REGISTRY.frozen_top += 1
+    return out
+
+
+def get(ref: Any, idx: Any = (), *args: Any, **kwargs: Any) -> Any:
+    """Checked ``jax.ref.get``."""
+    check_access(ref, False, "read")
+    return _api.get(ref, idx, *args, **kwargs)
+
+
+def swap(ref: Any, idx: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+    """Checked ``jax.ref.swap``."""
+    check_access(ref, True, "swap")
+    return _api.swap(ref, idx, value, *args, **kwargs)
+
+
+def ref_set(ref: Any, idx: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+    """Checked ``jax.ref.set`` (exported as ``reflint.runtime.set``)."""
+    check_access(ref, True, "write")
+    return _api.set_(ref, idx, value, *args, **kwargs)
+
+
+def addupdate(ref: Any, idx: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+    """Checked ``jax.ref.addupdate``."""
+    check_access(ref, True, "add-update")
+    return _api.addupdate(ref, idx, value, *args, **kwargs)
+
+
+# --------------------------------------------------------------------------- REF007
+
+def _ref007(what: str) -> RefUsedAsArray:
+    return RefUsedAsArray(
+        f"{what} was applied to a ref, not an Array. Read the ref first: x_ref[...] (or "
+        "x_ref[idx]) gives an Array to do math on.")
+
+
+_BINOPS = ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
+           "rfloordiv", "mod", "rmod", "divmod", "rdivmod", "pow", "rpow", "matmul", "rmatmul",
+           "and", "rand", "or", "ror", "xor", "rxor", "lshift", "rlshift", "rshift", "rrshift",
+           "lt", "le", "gt", "ge")
+_UNOPS = ("neg", "pos", "abs", "invert", "float", "int", "complex")
+_EQOPS = ("eq", "ne")
+_ARRAY_METHODS = ("sum", "mean", "prod", "max", "min", "all", "any", "argmax", "argmin",
+                  "astype", "item", "tolist", "cumsum", "cumprod", "dot", "std", "var", "clip",
+                  "round", "ravel", "flatten", "squeeze", "conj", "nonzero", "sort", "argsort")
+_SYMBOL = {"add": "+", "radd": "+", "sub": "-", "rsub": "-", "mul": "*", "rmul": "*",
+           "truediv": "/", "rtruediv": "/", "floordiv": "//", "rfloordiv": "//", "mod": "%",
+           "rmod": "%", "pow": "**", "rpow": "**", "matmul": "@", "rmatmul": "@", "lt": "<",
+           "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "neg": "unary -",
+           "pos": "unary +", "abs": "abs()", "invert": "~", "and": "&", "rand": "&", "or": "|",
+           "ror": "|", "xor": "^", "rxor": "^"}
+
+
+def _is_array_like(x: Any) -> bool:
+    if isinstance(x, (bool, int, float, complex, np.ndarray, np.generic, jax.Array)):
+        return not _api.is_ref(x)
+    return False
+
+
+def _top_dunder(name: str) -> Callable[..., Any]:
+    what = f"operator {_SYMBOL.get(name, name + '()')}"
+    if name in _EQOPS:
+        def cmp(self: Any, other: Any) -> Any:
+            if _is_array_like(other):
+                raise _ref007(what + " (which silently compares identity for refs)")
+            return NotImplemented
+        return cmp
+
+    def op(self: Any, *args: Any) -> Any:
+        raise _ref007(what)
+    return op
+
+
+def _top_method(name: str) -> Callable[..., Any]:
+    def meth(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise _ref007(f".{name}()")
+    meth.__name__ = name
+    return meth
+
+
+def _aval_dunder(name: str) -> Callable[..., Any]:
+    what = f"operator {_SYMBOL.get(name, name + '()')}"
+
+    def op(self: Any, tracer: Any, *args: Any) -> Any:
+        raise _ref007(what)
+    return op
+
+
+def _aval_method(name: str) -> Any:
+    def meth(tracer: Any, *args: Any, **kwargs: Any) -> Any:
+        raise _ref007(f".{name}()")
+    return _api.aval_method(meth) if _api.aval_method is not None else None
+
+
+def _guard_first(fn: Callable[..., Any], what: str) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def guarded(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if _api.is_ref(x):
+            raise _ref007(what)
+        return fn(x, *args, **kwargs)
+    return guarded
+
+
+def _guard_tree(fn: Callable[..., Any], what: str) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def guarded(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(_api.is_ref(leaf) for leaf in jax.tree_util.tree_leaves(x)):
+            raise _ref007(what)
+        return fn(x, *args, **kwargs)
+    return guarded
+
+
+# --------------------------------------------------------------------------- transforms
+
+def _reraise(e: Exception) -> None:
+    err = translate(e)
+    if err is None or err is e:
+        raise e
+    raise err.with_traceback(e.__traceback__) from e
+
+
+def _translating(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RefError:
+            raise
+        except Exception as e:  # noqa: BLE001 - translated or re-raised unchanged
+            _reraise(e)
+    return call
+
+
+def _fname(fun: Any) -> str:
+    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or repr(fun)
+
+
+def _scoped(fun: Callable[..., Any], kind: str, stack: str) -> Callable[..., Any]:
+    """Wrap a transform's body so checks know they run inside it."""
+    fname = _fname(fun)
+
+    @functools.wraps(fun)
+    def body(*args: Any, **kwargs: Any) -> Any:
+        cur = _api.current_trace()
+        leaves = jax.tree_util.tree_leaves((args, kwargs))
+        sc = _Scope(kind, fname, cur, [x for x in leaves if _api.is_ref(x)], _parent_chain(cur))
+        lst = getattr(STACKS, stack)
+        lst.append(sc)
+        try:
+            return fun(*args, **kwargs)
+        finally:
+            lst.pop()
+    return body
+
+
+_JIT_ATTRS = ("lower", "trace", "eval_shape", "clear_cache", "_cache_size", "_fun",
+              "_cache_miss", "_clear_cache")
+
+
+def _check_frozen_args(args: tuple, kwargs: dict) -> None:
+    for leaf in jax.tree_util.tree_leaves((args, kwargs)):
+        if _api.Ref is not None and type(leaf) is _api.Ref:
+            meta = REGISTRY.get(leaf)
+            if meta is not None and meta.frozen:
+                raise UseAfterFreeze(
+                    f"a {_describe(leaf, meta)} was passed to a jit-compiled function after "
+                    "jax.freeze(...) invalidated it. Pass the frozen Array instead, or freeze "
+                    "later.")
+
+
+def _make_jit(orig: Callable[..., Any]) -> Callable[..., Any]:
+    def jit(fun: Any = None, /, *args: Any, **kwargs: Any) -> Any:
+        if fun is None:
+            return lambda f: jit(f, *args, **kwargs)
+        jf = orig(fun, *args, **kwargs)
+        registry = REGISTRY
+
+        def call(*a: Any, **k: Any) -> Any:
+            if registry.frozen_top:
+                _check_frozen_args(a, k)
+            try:
+                return jf(*a, **k)
+            except RefError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                _reraise(e)
+
+        try:
+            functools.update_wrapper(call, fun)
+        except Exception:  # noqa: BLE001 - e.g. a callable object without __name__
+            pass
+        call.__wrapped__ = jf  # type: ignore[attr-defined]
+        for name in _JIT_ATTRS:
+            val = getattr(jf, name, _MISSING)
+            if val is not _MISSING:
+                try:
+                    setattr(call, name, val)
+                except Exception:  # noqa: BLE001
+                    pass
+        return call
+    jit.__wrapped__ = orig  # type: ignore[attr-defined]
+    jit.__doc__ = orig.__doc__
+    return jit
+
+
+def _make_transform(orig: Callable[..., Any], kind: str | None, stack: str | None
+                    ) -> Callable[..., Any]:
+    """Wrap a transform `orig(fun, ...) -> fun'`; scope the body when `kind` is given."""
+    def transform(fun: Any = None, /, *args: Any, **kwargs: Any) -> Any:
+        if fun is None:
+            return lambda f: transform(f, *args, **kwargs)
+        body = _scoped(fun, kind, stack) if kind is not None and stack else fun
+        return _translating(orig(body, *args, **kwargs))
+    transform.__wrapped__ = orig  # type: ignore[attr-defined]
+    transform.__doc__ = orig.__doc__
+    return transform
+
+
+# --------------------------------------------------------------------------- install
+
+class _Patcher:
+    def __init__(self) -> None:
+        self.saved: list[tuple[Any, str, Any]] = []
+
+    def set(self, obj: Any, name: str, value: Any) -> None:
+        if obj is None or value is None:
+            return
+        self.saved.append((obj, name, obj.__dict__.get(name, _MISSING)))
+        setattr(obj, name, value)
+
+    def add_missing(self, cls: Any, name: str, value: Any) -> None:
+        """Add `name` to `cls` only where neither it nor a base (but object) defines it."""
+        if cls is None or value is None:
+            return
+        for base in cls.__mro__:
+            if base is not object and name in base.__dict__:
+                return
+        self.set(cls, name, value)
+
+    def restore(self) -> None:
+        while self.saved:
+            obj, name, old = self.saved.pop()
+            if old is _MISSING:
+                try:
+                    delattr(obj, name)
+                except AttributeError:
+                    pass
+            else:
+                setattr(obj, name, old)
+
+
+_PATCHER = _Patcher()
+_LOCK = threading.RLock()
+_installed = 0
+
+
+def is_installed() -> bool:
+    return _installed > 0
+
+
+def install() -> None:
+    """Put the checked primitives and transforms in place of JAX's (idempotent, counted)."""
+    global _installed
+    with _LOCK:
+        _installed += 1
+        if _installed > 1:
+            return
+        p = _PATCHER
+        jref = _api.jref
+        for mod in (jax, jref):
+            for name in ("new_ref", "array_ref"):
+                if mod is not None and name in mod.__dict__:
+                    p.set(mod, name, new_ref)
+            if mod is not None and "empty_ref" in mod.__dict__:
+                p.set(mod, "empty_ref", empty_ref)
+            if mod is not None and "freeze" in mod.__dict__:
+                p.set(mod, "freeze", freeze)
+        if jref is not None:
+            p.set(jref, "get", get)
+            p.set(jref, "swap", swap)
+            p.set(jref, "set", ref_set)
+            p.set(jref, "addupdate", addupdate)
+
+        # indexing syntax (top level and traced) goes through AbstractRef._getitem & co.
+        ar = _api.AbstractRef
+        if ar is not None:
+            for name, write, op in (("_getitem", False, "read"), ("_setitem", True, "write"),
+                                    ("_addupdate", True, "add-update")):
+                orig = getattr(ar, name, None)
+                if orig is not None:
+                    p.set(ar, name, _hook(orig, write, op))
+            for name in _BINOPS + _UNOPS + _EQOPS + ("bool", "index"):
+                p.add_missing(ar, "_" + name, _aval_dunder(name))
+            for name in _ARRAY_METHODS:
+                p.add_missing(ar, name, _aval_method(name))
+        ref_cls = _api.Ref
+        if ref_cls is not None and isinstance(ref_cls, type):
+            for name in _BINOPS + _UNOPS + _EQOPS:
+                p.add_missing(ref_cls, f"__{name}__", _top_dunder(name))
+            p.add_missing(ref_cls, "__array__", _top_method("__array__"))
+            for name in _ARRAY_METHODS:
+                p.add_missing(ref_cls, name, _top_method(name))
+        jnp = sys.modules.get("jax.numpy")
+        if jnp is not None:
+            p.set(jnp, "asarray", _guard_first(jnp.asarray, "jnp.asarray"))
+            p.set(jnp, "array", _guard_first(jnp.array, "jnp.array"))
+        p.set(jax.lax, "stop_gradient", _guard_tree(jax.lax.stop_gradient,
+                                                    "jax.lax.stop_gradient"))
+
+        p.set(jax, "jit", _make_jit(jax.jit))
+        p.set(jax, "vmap", _make_transform(jax.vmap, "vmap", "maps"))
+        if "pmap" in jax.__dict__:
+            p.set(jax, "pmap", _make_transform(jax.pmap, "pmap", "maps"))
+        if "shard_map" in jax.__dict__:
+            p.set(jax, "shard_map", _make_transform(jax.shard_map, "shard_map", "maps"))
+        sm = _api.shard_map_module
+        if sm is not None and "shard_map" in sm.__dict__:
+            p.set(sm, "shard_map", _make_transform(sm.shard_map, "shard_map", "maps"))
+        same_remat = jax.__dict__.get("remat") is jax.__dict__.get("checkpoint")
+        ckpt = _make_transform(jax.checkpoint, "checkpoint", "remats")
+        p.set(jax, "checkpoint", ckpt)
+        p.set(jax, "remat", ckpt if same_remat else _make_transform(jax.remat, "remat", "remats"))
+        adc = sys.modules.get("jax.ad_checkpoint")
+        if adc is not None and "checkpoint" in adc.__dict__:
+            p.set(adc, "checkpoint", ckpt)
+        for name in ("grad", "value_and_grad", "jacfwd", "jacrev", "hessian"):
+            if name in jax.__dict__:
+                p.set(jax, name, _make_transform(jax.__dict__[name], None, None))
+        for name in ("vjp", "jvp", "linearize"):
+            if name in jax.__dict__:
+                p.set(jax, name, _translating(jax.__dict__[name]))
+
+
+def _hook(orig: Callable[..., Any], write: bool, op: str) -> Callable[..., Any]:
+    @functools.wraps(orig)
+    def hooked(self: Any, tracer: Any, *args: Any) -> Any:
+        check_access(tracer, write, op)
+        return orig(self, tracer, *args)
+    return hooked
+
+
+def uninstall() -> None:
+    """Undo install() (when every install() has been matched); forget all ref metadata."""
+    global _installed
+    with _LOCK:
+        if _installed == 0:
+            return
+        _installed -= 1
+        if _installed:
+            return
+        _PATCHER.restore()
+        REGISTRY.clear()
+
+
+@contextmanager
+def checks() -> Iterator[None]:
+    """Enable the checks inside a ``with`` block; JAX errors escaping it are translated."""
+    install()
+    try:
+        yield
+    except RefError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        _reraise(e)
+    finally:
+        uninstall()

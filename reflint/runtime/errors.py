@@ -1,0 +1,158 @@
+"""RefError classes (one per rule code) and translation of JAX's own errors.
+
+Every check in :mod:`reflint.runtime` raises a subclass of :class:`RefError`.
+The message always starts with ``"<code> <name>: "`` so that tools (and the
+fixture harness) can read the code from the first line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from reflint.codes import CODES
+
+__all__ = [
+    "RefError",
+    "RefReturned",
+    "RefPassedTwice",
+    "RefClosedOverAndPassed",
+    "FreezeOutsideCreationScope",
+    "MappedWriteToClosedOverRef",
+    "RematOfImpureFunction",
+    "RefUsedAsArray",
+    "DifferentiatedValueWrittenToRef",
+    "RefOfRef",
+    "UseAfterFreeze",
+    "CustomVjpFwdForeignRef",
+    "TracedStateLeak",
+    "ArrayItemAssignment",
+    "RedundantDonation",
+    "ERROR_CLASSES",
+    "translate",
+]
+
+
+class RefError(Exception):
+    """Base class: a misuse of a JAX mutable array reference was detected.
+
+    ``code`` is the stable rule code (``"REF004"``) and ``name`` its kebab-case
+    name (``"freeze-outside-creation-scope"``).  ``str(err)`` starts with both.
+    """
+
+    code: str = ""
+    name: str = ""
+
+    def __init__(self, detail: str):
+        self.detail = detail
+        super().__init__(f"{self.code} {self.name}: {detail}")
+
+
+def _make(code: str, cls_name: str, doc: str) -> type[RefError]:
+    cls = type(cls_name, (RefError,), {"code": code, "name": CODES[code], "__doc__": doc,
+                                       "__module__": __name__})
+    return cls
+
+
+RefReturned = _make("REF001", "RefReturned", "A ref was returned from jit or a control-flow body.")
+RefPassedTwice = _make("REF002", "RefPassedTwice", "The same ref was passed twice as an argument.")
+RefClosedOverAndPassed = _make(
+    "REF003", "RefClosedOverAndPassed", "A ref was both closed over and passed as an argument.")
+FreezeOutsideCreationScope = _make(
+    "REF004", "FreezeOutsideCreationScope", "jax.freeze of a ref created outside the current trace.")
+MappedWriteToClosedOverRef = _make(
+    "REF005", "MappedWriteToClosedOverRef",
+    "A vmap/pmap/shard_map body wrote to a ref it closes over.")
+RematOfImpureFunction = _make(
+    "REF006", "RematOfImpureFunction",
+    "A jax.checkpoint/jax.remat function wrote to a ref it did not create.")
+RefUsedAsArray = _make("REF007", "RefUsedAsArray", "An unread ref was used where an Array is expected.")
+DifferentiatedValueWrittenToRef = _make(
+    "REF008", "DifferentiatedValueWrittenToRef",
+    "A differentiated value was written into a non-differentiated ref.")
+RefOfRef = _make("REF009", "RefOfRef", "A ref was created whose initial value is a ref.")
+UseAfterFreeze = _make("REF010", "UseAfterFreeze", "A ref was used after jax.freeze.")
+CustomVjpFwdForeignRef = _make(
+    "REF011", "CustomVjpFwdForeignRef",
+    "A custom_vjp fwd rule returned a ref that is not one of its arguments.")
+TracedStateLeak = _make("REF012", "TracedStateLeak", "A traced ref escaped the trace that created it.")
+ArrayItemAssignment = _make(
+    "REF013", "ArrayItemAssignment", "Item assignment on an immutable jax.Array.")
+RedundantDonation = _make(
+    "REF014", "RedundantDonation", "donate_argnums covers a ref argument (refs are always donated).")
+
+ERROR_CLASSES: dict[str, type[RefError]] = {
+    c.code: c for c in (
+        RefReturned, RefPassedTwice, RefClosedOverAndPassed, FreezeOutsideCreationScope,
+        MappedWriteToClosedOverRef, RematOfImpureFunction, RefUsedAsArray,
+        DifferentiatedValueWrittenToRef, RefOfRef, UseAfterFreeze, CustomVjpFwdForeignRef,
+        TracedStateLeak, ArrayItemAssignment, RedundantDonation)
+}
+
+# (code, compiled pattern, advice) — the first match wins, so specific patterns come first.
+# Texts are JAX's own (runtime-truth-messages.md), 0.7.1 … 0.10.2.
+_RULES: list[tuple[str, re.Pattern[str], str]] = [
+    ("REF011", re.compile(r"custom_vjp fwd function .* returned a mutable array reference", re.S),
+     "A custom_vjp fwd rule may return (as residuals) only refs that are its own arguments."),
+    ("REF001", re.compile(r"returned a mutable array reference|Cannot return `?Refs?`?s? from", re.S),
+     "Don't return refs from jit or control-flow bodies: return ref[...] (an Array), or pass "
+     "the ref in as an argument and write into it."),
+    ("REF002", re.compile(r"only one reference to a mutable array may be passed"
+                          r"|Attempt to donate the same buffer twice"),
+     "Pass each ref at most once per call; pass two distinct refs, or pass it once and use it "
+     "twice inside."),
+    ("REF003", re.compile(r"was both closed over and passed"),
+     "Either close over the ref or pass it as an argument, not both."),
+    ("REF005", re.compile(r"with vmapped value on an unbatched array reference"),
+     "Pass the ref as an argument of the mapped function (with a mapped axis), or write from "
+     "outside the mapped function."),
+    ("REF008", re.compile(r"with a differentiated value on a non-differentiated array reference"),
+     "Write jax.lax.stop_gradient(value) into a plumbing ref, or make the ref an argument of "
+     "the differentiated function (jax.vjp(...).with_refs on JAX >= 0.9)."),
+    ("REF006", re.compile(r"Effects not supported in partial-eval of `?checkpoint`?/`?remat`?"),
+     "Don't apply jax.checkpoint/jax.remat to a function that reads or writes refs it did "
+     "not create; move the ref access outside the rematerialized function."),
+    ("REF010", re.compile(r"`(?:get|swap|addupdate)` must be called on `Ref` types"),
+     "The ref was used after jax.freeze; freeze a ref only after its last use."),
+    ("REF007", re.compile(
+        r"did you forget to unpack"
+        r"|'(?:Abstract)?(?:Array)?Ref' object has no attribute"
+        r"|unsupported operand type\(s\) for .*'(?:Array)?Ref'"
+        # JAX 0.10: Array tracer + ref tracer; two plain tracers never fail this way
+        r"|unsupported operand type\(s\) for \S+: '\w*Tracer' and '\w*Tracer'"
+        r"|not supported between instances of .*'(?:Array)?Ref'"
+        r"|bad operand type for unary .*'(?:Array)?Ref'"
+        r"|argument must be .*not '(?:Array)?Ref'"
+        r"|requires ndarray or scalar arguments, got <class '[\w.]*(?:Tracer|Ref)'>"
+        r"|__array__\(\) was called on traced array with shape Ref\{", re.S),
+     "Read the ref first: use x_ref[...] (or x_ref[idx]) to get an Array, then do math on it."),
+    ("REF013", re.compile(r"JAX arrays are immutable and do not support in-place item assignment"),
+     "jax.Array is immutable: use x.at[idx].set(v), or keep the state in a ref "
+     "(x_ref = jax.new_ref(x); x_ref[idx] = v)."),
+    ("REF014", re.compile(r"is already aliased with one output, thus it cannot be added as a "
+                          r"buffer donor"),
+     "Refs are always donated; remove the ref argument from donate_argnums."),
+    ("REF012", re.compile(r"Encountered an unexpected tracer.*Ref\{", re.S),
+     "A ref created inside a trace (jit, scan, ...) escaped it; keep traced refs inside the "
+     "function that created them."),
+]
+
+
+def translate(exc: BaseException) -> RefError | None:
+    """Return the RefError matching a JAX exception, or None.
+
+    A RefError is returned as is.  The new error keeps JAX's message; callers
+    chain the original with ``raise err from exc``.
+    """
+    if isinstance(exc, RefError):
+        return exc
+    if not isinstance(exc, Exception):
+        return None
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not hide the original error
+        return None
+    for code, pattern, advice in _RULES:
+        if pattern.search(text):
+            first = text.strip()
+            return ERROR_CLASSES[code](f"{first}\n{advice} (JAX raised {type(exc).__name__}.)")
+    return None
