@@ -28,7 +28,7 @@ import libcst as cst
 from . import api
 from .values import (
     QN, ArrayVal, ClassVal, DictVal, FuncVal, InstanceVal, RefVal, SeqVal, SpecialVal, Transform,
-    TransformVal, Value, contains_ref, iter_refs, join, signature,
+    TransformVal, Value, contains_ref, is_interesting, iter_refs, join, signature,
 )
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -755,6 +755,10 @@ class ModuleAnalysis:
             return dv.target
         if isinstance(dv, SpecialVal) and dv.kind in ("defvjp_fwd", "defvjp_bwd"):
             return dv.target
+        if isinstance(dv, FuncVal) and not dv.transforms:
+            # A local decorator (e.g. the docs' `foreach`): a plain call with the function.
+            self._bind_call(node, dv, [(None, fv, None)], {}, "plain")
+            return dv.info.return_value
         return None
 
     def _wrap(self, fv: FuncVal, transform: Transform, node) -> FuncVal:
@@ -1289,7 +1293,10 @@ class ModuleAnalysis:
         return self._result_of(fv)
 
     def _record_unbindable(self, node, fv: FuncVal, args) -> None:
-        if fv.transforms:
+        if not fv.transforms:
+            fv.info.callers.append((self._func, node))
+            self.plain_calls.append(PlainCall(node, self._func, fv.info, {}))
+        else:
             self.traced_calls.append(TracedCall(
                 kind=fv.transforms[-1].kind, node=node, func=self._func, targets=[fv.info],
                 transforms=fv.transforms, operands=[(v, a.value) for a, v in args],
@@ -1336,7 +1343,7 @@ class ModuleAnalysis:
                 bindings[p.name] = Binding(p.name, info.defaults[p.name], None)
         # Seeds for the callee: parameters that receive refs.
         for name, b in bindings.items():
-            if b.param is not None and contains_ref(b.value):
+            if b.param is not None and is_interesting(b.value):
                 self._seed(info, name, b.value)
         info.callers.append((self._func, node))
         operands = [(b.value, b.expr) for b in bindings.values() if b.expr is not None]
@@ -1354,7 +1361,7 @@ class ModuleAnalysis:
         d[name] = join(d[name], value) if name in d else value
 
     def _note_return(self, info: FunctionInfo, value: Optional[Value]) -> None:
-        if contains_ref(value):
+        if is_interesting(value):
             self._interprocedural = True
             cur = self._new_returns.get(id(info), "missing")
             self._new_returns[id(info)] = value if cur == "missing" else join(cur, value)

@@ -128,6 +128,19 @@ def contains_ref(value: Optional[Value]) -> bool:
     return next(iter_refs(value), None) is not None
 
 
+def is_interesting(value: Optional[Value]) -> bool:
+    """Worth propagating between functions: contains a ref or a local function."""
+    if value is None:
+        return False
+    if isinstance(value, (RefVal, FuncVal)):
+        return True
+    if isinstance(value, SeqVal):
+        return any(is_interesting(v) for v in value.items)
+    if isinstance(value, DictVal):
+        return any(is_interesting(v) for v in value.items.values())
+    return False
+
+
 def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
     """Merge two possible values of one name (after branches). Unknown wins; refs stay refs."""
     if a is b:
@@ -165,4 +178,7 @@ def signature(value: Optional[Value]) -> Any:
         return ("seq",) + tuple(signature(v) for v in value.items)
     if isinstance(value, DictVal):
         return ("dict",) + tuple(sorted((str(k), signature(v)) for k, v in value.items.items()))
+    if isinstance(value, FuncVal):
+        return ("func", id(value.info.node), tuple(t.kind for t in value.transforms),
+                len(value.bound_args), value.bound_kwargs)
     return type(value).__name__
