@@ -21,9 +21,11 @@ class RefUsedAsArray(Rule):
     ## Why is this bad?
     A Ref is not an Array: indexed reads and writes are about the only things it supports.
     JAX's errors are often cryptic (`'AbstractRef' object has no attribute '_add'`, `sin
-    requires ndarray or scalar arguments`), and some uses are silently wrong: `x_ref == 0` is
-    `False` without comparing anything, and inside `jit` `jnp.asarray(x_ref)` and
-    `lax.stop_gradient(x_ref)` return the ref itself, unread.
+    requires ndarray or scalar arguments`), and some uses are silently wrong: at top level
+    `x_ref == 0` is `False` without comparing anything; `lax.stop_gradient(x_ref)` returns the
+    ref itself, so later writes show through the "stopped" value; inside `jit`
+    `jnp.asarray(x_ref)` of a ref argument returns the ref unread, and of a closed-over ref it
+    never finishes (NumPy-style iteration over the ref does not stop under tracing).
 
     ## Example
     ```python
@@ -59,7 +61,8 @@ class RefUsedAsArray(Rule):
     says "did you forget to unpack ([...]) the ref?"; 0.10.2 says `sin requires ndarray or
     scalar arguments`. Inside jit, operators fail with `'AbstractRef' object has no attribute
     '_add'`. `ref.T` / `ref.reshape` inside jit return a ref view from 0.7.2 on. `ref.ndim` and
-    `ref.size` work at top level from 0.9 / 0.10.2.
+    `ref.size` work at top level from 0.9 / 0.10.2. `x_ref == 0` is silently
+    `False` at top level and raises `'AbstractRef' object has no attribute '_eq'` inside jit.
 
     ## Runtime message
     `ValueError: Attempting to pass a Ref Ref{float32[3]} to a primitive: sin -- did you forget
