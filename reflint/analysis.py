@@ -366,10 +366,7 @@ class ModuleAnalysis:
         name = ref.key[2] if len(ref.key) > 2 else ref.name
         path = ref.key[3] if len(ref.key) > 3 else ""
         out: list = []
-        sites = [(pc.caller, pc.bindings) for pc in self.plain_calls if pc.callee is owner]
-        sites += [(tc.func, tc.bindings.get(id(owner), {})) for tc in self.traced_calls
-                  if any(t is owner for t in tc.targets)]
-        for caller, bindings in sites:
+        for caller, bindings in self._call_sites(owner):
             if id(caller) not in extent:
                 continue
             b = bindings.get(name)
@@ -382,6 +379,18 @@ class ModuleAnalysis:
                 out.extend(self.ref_origins(arg, scope, _depth + 1))
         return out or [("unknown", ref)]
 
+    def _call_sites(self, info: FunctionInfo) -> list:
+        """(caller, {param: Binding}) for every known call of ``info`` (plain or traced)."""
+        if self._sites is None:
+            sites: dict[int, list] = {}
+            for pc in self.plain_calls:
+                sites.setdefault(id(pc.callee), []).append((pc.caller, pc.bindings))
+            for tc in self.traced_calls:
+                for t in tc.targets:
+                    sites.setdefault(id(t), []).append((tc.func, tc.bindings.get(id(t), {})))
+            self._sites = sites
+        return self._sites.get(id(info), [])
+
     def creations_of(self, ref: RefVal, _depth: int = 0) -> Optional[list]:
         """The constructor RefVals a ref can come from, following parameters back through every
         call site; None when some source is unknown."""
@@ -392,11 +401,8 @@ class ModuleAnalysis:
         owner = ref.scope
         name = ref.key[2] if len(ref.key) > 2 else ref.name
         path = ref.key[3] if len(ref.key) > 3 else ""
-        sites = [pc.bindings for pc in self.plain_calls if pc.callee is owner]
-        sites += [tc.bindings.get(id(owner), {}) for tc in self.traced_calls
-                  if any(t is owner for t in tc.targets)]
         out: list = []
-        for bindings in sites:
+        for _caller, bindings in self._call_sites(owner):
             b = bindings.get(name)
             arg = next((r for r, p in iter_refs(b.value) if p == path), None) if b else None
             found = self.creations_of(arg, _depth + 1) if arg is not None else None
@@ -451,6 +457,7 @@ class ModuleAnalysis:
         self._scopes = None  # trace_scopes, lazily
         self._extents: dict = {}  # trace_extent cache
         self._callees: dict = {}
+        self._sites = None  # _call_sites index, lazily
 
     def _reset_round(self) -> None:
         self._values: dict[int, Value] = {}

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import libcst as cst
+
 from reflint.rule import Finding, Rule
 from reflint.values import RefVal
 
@@ -76,6 +78,9 @@ class RefOfRef(Rule):
                         "implemented for primitive: copy`")
             else:
                 what = "JAX fails with an empty `AssertionError`"
-            msg = (f"{name} is a Ref{where_from(analysis, inner)}, and a ref cannot hold a ref: "
-                   f"{what}; pass {name}[...] to copy its value")
+            advice = ("pass the initial value itself" if isinstance(c.init_expr, cst.Call)
+                      else f"pass {name}[...] to copy its value")
+            origin = "" if isinstance(c.init_expr, cst.Call) else where_from(analysis, inner)
+            msg = (f"{name} is a Ref{origin}, and a ref cannot hold a ref: "
+                   f"{what}; {advice}")
             yield Finding(c.node, msg)

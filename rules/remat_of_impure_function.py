@@ -115,7 +115,8 @@ class RematOfImpureFunction(Rule):
                     continue
                 seen.add(id(role.node))
                 acc, origin = impure
-                yield Finding(role.node, self._message(analysis, info, acc, origin),
+                yield Finding(role.node, self._message(analysis, _spelling(analysis, role.node),
+                                                       info, acc, origin),
                               related_node=acc.node, related_message="the write")
 
     @staticmethod
@@ -134,7 +135,7 @@ class RematOfImpureFunction(Rule):
         return bool(created)
 
     @staticmethod
-    def _message(analysis, info, acc, origin) -> str:
+    def _message(analysis, spelling, info, acc, origin) -> str:
         name = ref_name(analysis, acc.ref_expr, acc.ref)
         status, root = origin
         if status == "argument":
@@ -154,5 +155,18 @@ class RematOfImpureFunction(Rule):
         fix = "move the write out of the checkpointed function"
         if v >= (0, 10):
             fix += f", or create the ref with kind='{NO_REMAT_KIND}'"
-        return (f"jax.checkpoint is applied to {info.name}, which writes {name} ({src}) on line "
+        return (f"{spelling} is applied to {info.name}, which writes {name} ({src}) on line "
                 f"{line}; rematerialization re-runs the function, so {runtime}. To fix, {fix}")
+
+
+def _spelling(analysis, node) -> str:
+    """How the checkpoint transform is written at ``node`` (for messages)."""
+    expr = node
+    if isinstance(expr, cst.Call):
+        func = analysis.value_of(expr.func)
+        if getattr(func, "qualname", None) == "functools.partial" and expr.args:
+            expr = expr.args[0].value
+        else:
+            expr = expr.func
+    text = analysis.module.code_for_node(expr).strip()
+    return text if len(text) <= 30 and "\n" not in text else "jax.checkpoint"
