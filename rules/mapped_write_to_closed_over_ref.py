@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import libcst as cst
+
 from reflint import api
 from reflint.rule import Finding, Rule
+from reflint.values import FuncVal
 
 from ._common import ref_name, role_word
 
@@ -15,9 +18,11 @@ class MappedWriteToClosedOverRef(Rule):
     Reports a write (`x_ref[...] = v`, `x_ref[i] += v`, `jax.ref.set` / `swap` /
     `addupdate`) inside a function mapped by `jax.vmap`, `jax.pmap` or `shard_map` — or in a
     helper it calls, or a nested function that runs under the map — to a Ref the mapped
-    function closes over: created outside it, or a parameter of an enclosing function. Reading
-    a closed-over ref is not reported, nor is writing a ref created inside the mapped function
-    or passed to it as an argument.
+    function closes over: created outside it, or a parameter of an enclosing function. A ref
+    argument that a `vmap` leaves unmapped (`in_axes=None`, or `None` at its position in a
+    literal `in_axes` tuple) is shared the same way and reported too. Reading a closed-over ref
+    is not reported, nor is writing a ref created inside the mapped function or passed to it as
+    a mapped argument.
 
     ## Why is this bad?
     One closed-over ref is shared by every mapped element, so "write it once per element" has
@@ -56,14 +61,16 @@ class MappedWriteToClosedOverRef(Rule):
     ```
 
     ## Known limits
-    A ref passed with `in_axes=None` and written under `vmap` fails the same way but is not
-    reported. Whether the written value depends on the mapped element is not analysed, so the
-    message gives the behaviour of both cases. Reads of closed-over refs are not reported,
+    `in_axes` is read only when it is a literal (`None`, or a tuple / list) and the function is
+    not a `functools.partial`; pytree `in_axes` and refs bound by `partial` are not reported.
+    Whether the written value depends on the mapped element is not analysed, so the message
+    gives the behaviour of both cases. Reads of closed-over refs are not reported,
     although `jit(shard_map)` / `pmap` fail on them too on 0.10.2. Refs whose origin the
     analysis cannot follow are not reported.
 
     ## JAX versions
-    `vmap`, element-dependent value: an error on every version (0.7.1–0.10.2).
+    `vmap`, element-dependent value (closed-over ref, or ref argument with `in_axes=None`): an
+    error on every version (0.7.1–0.10.2).
     `vmap`, element-independent value (e.g. a constant): silently written once on 0.7.1 and
     0.7.2, an error from 0.8.0. `pmap`: `Cannot lower jaxpr with effects` on 0.7.x, silently
     accepted on 0.8.0–0.9.0 (on 2 devices 0.8.0 kept one device's write), `AttributeError` on
@@ -95,20 +102,30 @@ class MappedWriteToClosedOverRef(Rule):
                 if id(acc.func) not in analysis.trace_extent(m):
                     continue
                 origins = analysis.ref_origins(acc.ref, m)
-                if not origins or any(s != "outside" for s, _ in origins):
+                if not origins:
                     continue
-                yield Finding(acc.node, self._message(analysis, acc, m, origins[0][1]),
-                              related_node=origins[0][1].node,
-                              related_message="the ref comes from here")
-                break
+                if all(s == "outside" for s, _ in origins):
+                    yield Finding(acc.node, self._message(analysis, acc, m, origins[0][1]),
+                                  related_node=origins[0][1].node,
+                                  related_message="the ref comes from here")
+                    break
+                if all(s == "argument" for s, _ in origins) and \
+                        _unmapped(analysis, m, [root for _, root in origins]):
+                    yield Finding(acc.node, self._message(analysis, acc, m, origins[0][1],
+                                                          unmapped=True))
+                    break
 
     @staticmethod
-    def _message(analysis, acc, m, root) -> str:
+    def _message(analysis, acc, m, root, unmapped=False) -> str:
         name = ref_name(analysis, acc.ref_expr, acc.ref)
         kinds = m.role_kinds()
         kind = next(k for k in _MAP_ORDER if k in kinds)
         where = f"{m.name} ({role_word(kind)})"
-        if root.origin == "created" and root.node is not None:
+        if unmapped:
+            kind = api.VMAP
+            where = f"{m.name} ({role_word(kind)})"
+            src = "a ref argument passed with in_axes=None"
+        elif root.origin == "created" and root.node is not None:
             src = f"a ref created outside it, on line {analysis.line_of(root.node)}"
         else:
             owner = root.scope.name if root.scope is not None else "an enclosing function"
@@ -139,5 +156,49 @@ class MappedWriteToClosedOverRef(Rule):
             if kind == api.SHARD_MAP:
                 runtime += " (eager shard_map: an empty `AssertionError`)"
             fix = "return the values and write them after the map"
-        return (f"{where} writes {name}, {src}: all mapped elements share one closed-over ref, "
+        shared = "unmapped" if unmapped else "closed-over"
+        if unmapped:
+            fix = "map the ref (in_axes=0) so each element writes its own slot, or return " \
+                "the values and write them after the vmap"
+        return (f"{where} writes {name}, {src}: all mapped elements share one {shared} ref, "
                 f"so the write has no per-element meaning; {runtime}. Instead, {fix}")
+
+
+def _unmapped(analysis, m, roots) -> bool:
+    """True if every root is a top-level parameter of ``m`` that one of m's vmaps does not
+    map (``in_axes=None``, or ``None`` at its position in a literal in_axes tuple)."""
+    if m.is_method:
+        return False
+    positional = [p.name for p in m.params if p.kind in ("pos", "posonly")]
+    for root in roots:
+        key = root.key
+        if len(key) < 3 or (len(key) > 3 and key[3]) or key[2] not in positional:
+            return False
+        index = positional.index(key[2])
+        if not any(_axis_is_none(analysis, role.transform, index)
+                   for role in m.roles.values()
+                   if role.kind == api.VMAP and role.transform is not None):
+            return False
+    return True
+
+
+def _axis_is_none(analysis, transform, index) -> bool:
+    node = transform.node
+    if isinstance(node, cst.Call) and node.args:
+        target = analysis.value_of(node.args[0].value)
+        if isinstance(target, FuncVal) and (target.bound_args or target.bound_kwargs):
+            return False  # functools.partial shifts the positions
+    axes = transform.kwargs.get("in_axes")
+    if axes is None and transform.args:
+        axes = transform.args[0]
+    if axes is None:
+        return False  # default in_axes=0
+    if isinstance(axes, cst.Name):
+        return axes.value == "None"
+    if isinstance(axes, (cst.Tuple, cst.List)):
+        elements = axes.elements
+        if any(isinstance(e, cst.StarredElement) for e in elements) or index >= len(elements):
+            return False
+        item = elements[index].value
+        return isinstance(item, cst.Name) and item.value == "None"
+    return False
