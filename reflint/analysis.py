@@ -295,6 +295,122 @@ class ModuleAnalysis:
         """Every role kind under which ``info`` runs, its own and its traced callers'."""
         return self._traced.get(id(info), set())
 
+    # -- trace scopes and ref origins (REF004, REF005, REF006) ---------------------------------
+
+    def trace_scopes(self, info: FunctionInfo) -> tuple:
+        """The traces ``info`` runs in: functions with roles (itself, if it has one) and the
+        module (eager code), reached through plain calls. Empty when no caller is known."""
+        if self._scopes is None:
+            scopes: dict[int, set] = {id(self.module_info): {id(self.module_info)}}
+            for f in self.functions.values():
+                scopes[id(f)] = {id(f)} if f.roles else set()
+            changed = True
+            while changed:
+                changed = False
+                for pc in self.plain_calls:
+                    src = scopes.get(id(pc.caller), set())
+                    dst = scopes.setdefault(id(pc.callee), set())
+                    if not src <= dst:
+                        dst |= src
+                        changed = True
+            self._scopes = scopes
+        by_id = {id(f): f for f in self.functions.values()}
+        by_id[id(self.module_info)] = self.module_info
+        return tuple(by_id[i] for i in sorted(self._scopes.get(id(info), ())) if i in by_id)
+
+    def trace_extent(self, info: FunctionInfo) -> frozenset:
+        """ids of the functions that run inside ``info``'s trace: ``info`` and every local
+        function it calls, plainly or through a transform / control flow, transitively."""
+        cache = self._extents
+        if id(info) in cache:
+            return cache[id(info)]
+        callees: dict[int, list] = self._callees
+        if not callees:
+            for pc in self.plain_calls:
+                callees.setdefault(id(pc.caller), []).append(pc.callee)
+            for tc in self.traced_calls:
+                callees.setdefault(id(tc.func), []).extend(tc.targets)
+            callees.setdefault(None, [])
+        seen = {id(info)}
+        work = [info]
+        while work:
+            f = work.pop()
+            for c in callees.get(id(f), ()):
+                if id(c) not in seen:
+                    seen.add(id(c))
+                    work.append(c)
+        cache[id(info)] = frozenset(seen)
+        return cache[id(info)]
+
+    def ref_origins(self, ref: RefVal, scope: FunctionInfo, _depth: int = 0) -> list:
+        """Where a ref used inside ``scope``'s trace comes from, relative to that trace.
+
+        A list of ``(status, root)`` pairs, one per source found through call sites:
+        'inside' (created by code running in the trace), 'argument' (a parameter of ``scope``
+        itself), 'outside' (created outside the trace, or a parameter of an enclosing function:
+        closed over) or 'unknown'. ``root`` is the creation RefVal or the parameter RefVal."""
+        if _depth > 8:
+            return [("unknown", ref)]
+        extent = self.trace_extent(scope)
+        if ref.origin == "created":
+            if ref.scope is None:
+                return [("unknown", ref)]
+            return [("inside" if id(ref.scope) in extent else "outside", ref)]
+        if ref.origin != "param" or ref.scope is None:
+            return [("unknown", ref)]
+        owner = ref.scope
+        if owner is scope:
+            return [("argument", ref)]
+        if id(owner) not in extent:
+            return [("outside", ref)] if owner.encloses(scope) else [("unknown", ref)]
+        name = ref.key[2] if len(ref.key) > 2 else ref.name
+        path = ref.key[3] if len(ref.key) > 3 else ""
+        out: list = []
+        for caller, bindings in self._call_sites(owner):
+            if id(caller) not in extent:
+                continue
+            b = bindings.get(name)
+            arg = None
+            if b is not None:
+                arg = next((r for r, p in iter_refs(b.value) if p == path), None)
+            if arg is None:
+                out.append(("unknown", ref))
+            else:
+                out.extend(self.ref_origins(arg, scope, _depth + 1))
+        return out or [("unknown", ref)]
+
+    def _call_sites(self, info: FunctionInfo) -> list:
+        """(caller, {param: Binding}) for every known call of ``info`` (plain or traced)."""
+        if self._sites is None:
+            sites: dict[int, list] = {}
+            for pc in self.plain_calls:
+                sites.setdefault(id(pc.callee), []).append((pc.caller, pc.bindings))
+            for tc in self.traced_calls:
+                for t in tc.targets:
+                    sites.setdefault(id(t), []).append((tc.func, tc.bindings.get(id(t), {})))
+            self._sites = sites
+        return self._sites.get(id(info), [])
+
+    def creations_of(self, ref: RefVal, _depth: int = 0) -> Optional[list]:
+        """The constructor RefVals a ref can come from, following parameters back through every
+        call site; None when some source is unknown."""
+        if ref.origin == "created":
+            return [ref]
+        if ref.origin != "param" or ref.scope is None or _depth > 8:
+            return None
+        owner = ref.scope
+        name = ref.key[2] if len(ref.key) > 2 else ref.name
+        path = ref.key[3] if len(ref.key) > 3 else ""
+        out: list = []
+        for _caller, bindings in self._call_sites(owner):
+            b = bindings.get(name)
+            arg = next((r for r, p in iter_refs(b.value) if p == path), None) if b else None
+            found = self.creations_of(arg, _depth + 1) if arg is not None else None
+            if found is None:
+                return None
+            out.extend(found)
+        return out or None
+
     def description(self, ref: RefVal) -> str:
         """Where a ref comes from, for messages."""
         name = ref.name or "the ref"
@@ -338,6 +454,10 @@ class ModuleAnalysis:
             prev_sig = sig
             self._carry_over()
         self._compute_traced()
+        self._scopes = None  # trace_scopes, lazily
+        self._extents: dict = {}  # trace_extent cache
+        self._callees: dict = {}
+        self._sites = None  # _call_sites index, lazily
 
     def _reset_round(self) -> None:
         self._values: dict[int, Value] = {}
