@@ -615,6 +615,10 @@ class ModuleAnalysis:
             self._eval(stmt.value, state)
         elif t is cst.Assign:
             value = self._eval(stmt.value, state)
+            if state.frozen and isinstance(stmt.value, cst.Call):
+                # A call returns a fresh ref even when its creation site (key) was frozen.
+                for ref, _ in iter_refs(value):
+                    state.frozen.pop(ref.key, None)
             for target in stmt.targets:
                 self._bind_target(target.target, value, state, stmt, value_expr=stmt.value)
         elif t is cst.AnnAssign:
