@@ -1134,7 +1134,7 @@ class ModuleAnalysis:
             if target is not None and isinstance(target[1], RefVal):
                 ref = target[1]
                 self.freezes.append(Freeze(node, self._func, target[0].value, ref))
-                state.frozen[ref.key] = node
+                state.frozen.setdefault(ref.key, node)  # the first freeze ends the ref
             return ArrayVal(node)
         if kind in (api.REF_GET,):
             target = _first_positional_arg(args)

@@ -88,12 +88,17 @@ class CustomVjpFwdForeignRef(Rule):
                 where = _foreign(ref, fwd)
                 if where is None:
                     continue
-                name = ref.name or "a ref"
                 inside = f" at output path {path}" if path else ""
-                msg = (f"custom_vjp fwd rule {fwd.name} returns {name}{inside}, {where}"
+                if ref.name:
+                    what = f"{ref.name}{inside}, a ref {where}"
+                    value = f"{ref.name}[...]"
+                else:
+                    what = f"a ref {where}{inside}"
+                    value = "its value"
+                msg = (f"custom_vjp fwd rule {fwd.name} returns {what}"
                        f"{where_from(analysis, ref)}; a fwd rule may return only refs it "
-                       f"received as arguments — return the ref's value ({name}[...]) as the "
-                       f"residual, or pass the ref in as an argument")
+                       f"received as arguments — return {value} as the residual, or pass the "
+                       f"ref in as an argument")
                 if old:
                     msg += (". JAX 0.7.1 does not raise (mutable-array checks are off by "
                             "default) and the backward pass may see a stale value")
@@ -109,15 +114,15 @@ def _foreign(ref, fwd):
     """Why ``ref`` is not an argument of ``fwd`` (a phrase), or None when it is or is unknown."""
     if ref.origin == "created":
         if ref.scope is fwd:
-            return "a ref created inside it"
+            return "created inside it"
         if ref.scope is not None and fwd.encloses(ref.scope):
-            return "a ref created by a function nested in it"
+            return "created by a function nested in it"
         if ref.scope is not None and ref.scope.is_module:
-            return "a module-level ref"
+            return "created at module level"
         if ref.scope is not None and ref.scope.encloses(fwd):
-            return "a ref it closes over"
+            return "it closes over"
         return None
     if ref.origin == "param" and ref.scope is not None and ref.scope is not fwd and \
             ref.scope.encloses(fwd):
-        return "a ref it closes over"
+        return "it closes over"
     return None

@@ -13,8 +13,8 @@ METADATA_ATTRIBUTES = frozenset({
 })
 # Builtins that only look at the object.
 HARMLESS_BUILTINS = frozenset({"len", "isinstance", "type", "id", "hasattr", "callable", "repr"})
-METHOD_READS = frozenset({"get"})
-METHOD_WRITES = frozenset({"set", "swap", "addupdate"})
+METHOD_READS: frozenset = frozenset()
+METHOD_WRITES = frozenset({"addupdate"})
 
 VERBS = {"read": "read", "write": "written", "freeze": "frozen again", "pass": "passed on"}
 
@@ -102,10 +102,12 @@ class UseAfterFreeze(Rule):
             kind, node = got
             name = event.node.value if isinstance(event.node, cst.Name) else "the ref"
             freeze_line = analysis.line_of(event.freeze_node)
-            spelled = analysis.module.code_for_node(event.freeze_node.func).strip()
+            call = analysis.module.code_for_node(event.freeze_node).strip()
+            if len(call) > 40 or "\n" in call:
+                call = "freeze"
             at = f" on line {freeze_line}" if freeze_line else ""
-            msg = (f"{name} is {VERBS[kind]} after {spelled}({name}){at}; a frozen ref must not "
-                   f"be used again — ")
+            msg = (f"{name} is {VERBS[kind]} after {call}{at}; a frozen ref must not be used "
+                   f"again — ")
             if kind == "read":
                 msg += "use the Array that freeze returned"
             elif kind == "freeze":
