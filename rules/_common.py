@@ -100,3 +100,19 @@ def module_spelling(analysis, qualname: str, func=None):
         if best is None or rank < best[0]:
             best = (rank, candidate)
     return best[1] if best else None
+
+
+def parents_of(analysis) -> dict:
+    """id(node) -> parent node for the whole module (computed once per analysis)."""
+    cached = getattr(analysis, "_parents_map", None)
+    if cached is not None:
+        return cached
+    parents: dict = {}
+    stack = [analysis.module]
+    while stack:
+        node = stack.pop()
+        for child in node.children:
+            parents[id(child)] = node
+            stack.append(child)
+    analysis._parents_map = parents
+    return parents

@@ -6,6 +6,8 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import QN
 
+from ._common import parents_of
+
 # Attributes that only describe the ref: harmless after freeze.
 METADATA_ATTRIBUTES = frozenset({
     "shape", "dtype", "ndim", "size", "sharding", "aval", "weak_type", "memory_space", "kind",
@@ -89,7 +91,7 @@ class UseAfterFreeze(Rule):
     def check(self, analysis):
         if not analysis.after_freeze:
             return
-        parents = _parents(analysis)
+        parents = parents_of(analysis)
         version = analysis.settings.target_jax_version
         seen = set()
         for event in analysis.after_freeze:
@@ -199,17 +201,3 @@ def _subscript_kind(parents, sub):
         return None
     return "read", sub
 
-
-def _parents(analysis) -> dict:
-    cached = getattr(analysis, "_parents_map", None)
-    if cached is not None:
-        return cached
-    parents: dict = {}
-    stack = [analysis.module]
-    while stack:
-        node = stack.pop()
-        for child in node.children:
-            parents[id(child)] = node
-            stack.append(child)
-    analysis._parents_map = parents
-    return parents
