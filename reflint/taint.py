@@ -212,6 +212,8 @@ class _Walker:
             self.tainted_refs: dict = {}  # base key -> inputs
             self.memo: dict = {}
             self.stack: list = []
+            self.hit_limit = False
+            self.names_used = None
             frame = _Frame(info)
             for p in info.params:
                 if p.name in params:
@@ -394,6 +396,10 @@ class _Walker:
                 return "internal", key
             if scope.encloses(self.root) or scope.is_module:
                 return "external", key
+            if not self.hit_limit and scope.name not in self._names_used():
+                # Created by a function the differentiated code never calls nor mentions
+                # (e.g. an __init__ run before): the ref comes from outside.
+                return "external", key
             return None, None
         if key[0] == "param" and len(key) >= 3:
             info = self.a.functions.get(key[1])
@@ -420,6 +426,24 @@ class _Walker:
                 return "external", key
             return None, None
         return None, None
+
+    def _names_used(self) -> set:
+        """Every identifier spelled in the root and the functions entered under it."""
+        if self.names_used is None or self.names_used[0] != len(self.scopes):
+            names: set = set()
+            for info in self.a.all_functions():
+                if id(info) not in self.scopes and not self.root.encloses(info):
+                    continue
+                stack = [info.node]
+                while stack:
+                    node = stack.pop()
+                    if isinstance(node, cst.Name):
+                        names.add(node.value)
+                    elif isinstance(node, cst.Attribute):
+                        names.add(node.attr.value)
+                    stack.extend(node.children)
+            self.names_used = (len(self.scopes), names)
+        return self.names_used[1]
 
     def _read(self, ref: Optional[RefVal]) -> frozenset:
         if ref is None:
@@ -606,7 +630,10 @@ class _Walker:
         return result
 
     def _enter(self, info, bindings: dict, frame: _Frame, extra=EMPTY) -> frozenset:
-        if len(self.stack) >= MAX_DEPTH or any(f.info is info for f in self.stack):
+        if len(self.stack) >= MAX_DEPTH:
+            self.hit_limit = True
+            return EMPTY
+        if any(f.info is info for f in self.stack):
             return EMPTY
         callee = _Frame(info)
         for pname, b in bindings.items():

@@ -102,11 +102,14 @@ class DifferentiatedValueWrittenToRef(Rule):
                 value = f"`{value}`"
             inputs = ", ".join(f"`{n}`" for n in sorted(w.inputs))
             transform = TRANSFORM_WORDS.get(w.transform, w.transform)
-            if value == inputs:
+            if value == inputs and acc.func is w.root:
                 head = f"{value}, differentiated by {transform} (in {w.root.name}), is written"
             else:
                 head = (f"{value} depends on {inputs}, differentiated by {transform} "
                         f"(in {w.root.name}), and is written")
+                if acc.func is not w.root:
+                    head = (f"{value} depends on {inputs}, differentiated by {transform} "
+                            f"(in {w.root.name}, which calls {acc.func.name}), and is written")
             kind = (f"a non-differentiated argument of {w.root.name}" if w.ref_kind == "argument"
                     else "a ref from outside the differentiated function")
             msg = (f"{head} into {target}, {kind}; JAX raises 'performing a set/swap operation "
