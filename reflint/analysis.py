@@ -735,6 +735,10 @@ class ModuleAnalysis:
             self._eval(stmt.value, state)
         elif t is cst.Assign:
             value = self._eval(stmt.value, state)
+            if state.frozen and isinstance(stmt.value, cst.Call):
+                # A call returns a fresh ref even when its creation site (key) was frozen.
+                for ref, _ in iter_refs(value):
+                    state.frozen.pop(ref.key, None)
             for target in stmt.targets:
                 self._bind_target(target.target, value, state, stmt, value_expr=stmt.value)
         elif t is cst.AnnAssign:
@@ -1272,7 +1276,7 @@ class ModuleAnalysis:
             if target is not None and isinstance(target[1], RefVal):
                 ref = target[1]
                 self.freezes.append(Freeze(node, self._func, target[0].value, ref))
-                state.frozen[ref.key] = node
+                state.frozen.setdefault(ref.key, node)  # the first freeze ends the ref
             return ArrayVal(node)
         if kind in (api.REF_GET,):
             target = _first_positional_arg(args)

@@ -169,3 +169,110 @@ def returns_jax_array(qualname: str) -> bool:
     if canonical(qualname) is not None:
         return False
     return qualname.startswith(JAX_ARRAY_MODULES)
+
+
+# --------------------------------------------------------------------------------------------
+# Which names exist in which JAX version (measured: runtime-truth.md, section 2e).
+# --------------------------------------------------------------------------------------------
+
+MEASURED_VERSIONS = ((0, 7, 1), (0, 7, 2), (0, 8, 0), (0, 9, 0), (0, 10, 2))
+YES, DEPRECATED, NO = "yes", "deprecated", "no"
+_Y, _D, _N = YES, DEPRECATED, NO
+
+# qualified name -> status in each of MEASURED_VERSIONS. Names not listed exist in all of them
+# (or reflint has no data) and are never reported.
+AVAILABILITY: dict[str, tuple] = {
+    "jax.new_ref": (_N, _Y, _Y, _Y, _Y),
+    "jax.Ref": (_N, _Y, _Y, _Y, _Y),
+    "jax.freeze": (_N, _N, _Y, _Y, _Y),
+    "jax.empty_ref": (_N, _N, _N, _N, _Y),
+    "jax.free_ref": (_N, _N, _N, _N, _Y),
+    "jax.array_ref": (_Y, _Y, _D, _N, _N),
+    "jax.ArrayRef": (_Y, _Y, _D, _N, _N),
+    "jax.ref.new_ref": (_N, _Y, _Y, _Y, _Y),
+    "jax.ref.Ref": (_N, _Y, _Y, _Y, _Y),
+    "jax.ref.empty_ref": (_N, _N, _N, _N, _Y),
+    "jax.ref.free_ref": (_N, _N, _N, _N, _Y),
+    "jax.ref.array_ref": (_Y, _Y, _D, _N, _N),
+    "jax.ref.ArrayRef": (_Y, _Y, _D, _N, _N),
+    "jax.experimental.mutable_array": (_Y, _Y, _D, _N, _N),
+    "jax.experimental.MutableArray": (_Y, _Y, _D, _N, _N),
+    "jax._src.core.new_ref": (_N, _Y, _Y, _Y, _Y),
+    "jax._src.core.Ref": (_N, _Y, _Y, _Y, _Y),
+    "jax._src.core.mutable_array": (_Y, _Y, _N, _N, _N),
+    "jax._src.core.array_ref": (_Y, _Y, _N, _N, _N),
+    "jax._src.core.MutableArray": (_Y, _Y, _N, _N, _N),
+    "jax._src.core.ArrayRef": (_Y, _Y, _N, _N, _N),
+    "jax._src.core.empty_ref": (_N, _N, _N, _N, _Y),
+    "jax._src.core.free_ref": (_N, _N, _N, _N, _Y),
+    "jax.ad": (_N, _N, _N, _N, _Y),
+    "jax.ad.GradValue": (_N, _N, _N, _N, _Y),
+    "jax.ad.DontWant": (_N, _N, _N, _N, _Y),
+}
+# Keyword arguments of the ref constructor, by canonical constructor name.
+KWARG_AVAILABILITY: dict[tuple, tuple] = {
+    (NEW_REF, "kind"): (_N, _N, _N, _N, _Y),
+    (NEW_REF, "memory_space"): (_N, _Y, _Y, _Y, _Y),
+}
+# What to write instead (any version that has the name).
+REPLACEMENTS: dict[str, str] = {
+    "jax.new_ref": "jax.array_ref (JAX 0.7.1)",
+    "jax.Ref": "jax.ArrayRef (JAX 0.7.1)",
+    "jax.freeze": "jax.ref.freeze (every version)",
+    "jax.ref.new_ref": "jax.array_ref (JAX 0.7.1)",
+    "jax.ref.Ref": "jax.ArrayRef (JAX 0.7.1)",
+    "jax.array_ref": "jax.new_ref",
+    "jax.ArrayRef": "jax.Ref",
+    "jax.ref.array_ref": "jax.new_ref",
+    "jax.ref.ArrayRef": "jax.Ref",
+    "jax.experimental.mutable_array": "jax.new_ref",
+    "jax.experimental.MutableArray": "jax.Ref",
+    "jax._src.core.mutable_array": "jax.new_ref",
+    "jax._src.core.array_ref": "jax.new_ref",
+    "jax._src.core.MutableArray": "jax.Ref",
+    "jax._src.core.ArrayRef": "jax.Ref",
+}
+
+
+def _status_at(statuses: tuple, version: tuple) -> str | None:
+    """The status at ``version``: a measured version's, or that of the measured versions
+    around it when they agree (None when they differ: reflint does not know)."""
+    versions = MEASURED_VERSIONS
+    if version in versions:
+        return statuses[versions.index(version)]
+    if version < versions[0]:
+        return statuses[0]
+    if version > versions[-1]:
+        return statuses[-1]
+    for i in range(len(versions) - 1):
+        if versions[i] < version < versions[i + 1]:
+            return statuses[i] if statuses[i] == statuses[i + 1] else None
+    return None  # pragma: no cover
+
+
+def _span(statuses: tuple, wanted: str) -> str:
+    """'0.8.0 and later', '0.7.1 to 0.7.2', ... for the measured versions with ``wanted``."""
+    have = [v for v, s in zip(MEASURED_VERSIONS, statuses) if s in wanted]
+    if not have:
+        return ""
+    text = ".".join(map(str, have[0]))
+    if have[-1] == MEASURED_VERSIONS[-1]:
+        return f"{text} and later"
+    last = ".".join(map(str, have[-1]))
+    return text if have[0] == have[-1] else f"{text} to {last}"
+
+
+def availability(qualname: str, version: tuple) -> tuple[str | None, str]:
+    """(status, where it exists) of a JAX name at ``version``: status is YES, DEPRECATED, NO,
+    or None when reflint has no data for this name or version."""
+    statuses = AVAILABILITY.get(qualname)
+    if statuses is None:
+        return None, ""
+    return _status_at(statuses, version), _span(statuses, (YES, DEPRECATED))
+
+
+def kwarg_availability(constructor: str, keyword: str, version: tuple) -> tuple[str | None, str]:
+    statuses = KWARG_AVAILABILITY.get((constructor, keyword))
+    if statuses is None:
+        return None, ""
+    return _status_at(statuses, version), _span(statuses, (YES, DEPRECATED))

@@ -15,5 +15,6 @@ CODES: dict[str, str] = {
     "REF012": "traced-state-leak",
     "REF013": "array-item-assignment",
     "REF014": "redundant-donation",
+    "REF015": "unavailable-jax-api",
     "REF900": "parse-error",
 }

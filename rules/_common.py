@@ -69,3 +69,50 @@ def read_fix_factory(expr, applicability=SAFE):
         return Fix("Read the ref with [...]", edits, applicability)
 
     return make
+
+
+def module_spelling(analysis, qualname: str, func=None):
+    """How the module can spell ``qualname`` (e.g. ``jax.lax.stop_gradient``) with its own
+    module-level imports: ``jax.lax.stop_gradient`` with ``import jax``,
+    ``lax.stop_gradient`` with ``from jax import lax``... or None when no import binds a prefix
+    (or the name is shadowed in ``func`` or an enclosing function)."""
+    from reflint.values import QN
+
+    module = analysis.module_info
+    shadowed = set()
+    f = func
+    while f is not None and not f.is_module:
+        shadowed |= set(f.summary)
+        f = f.parent
+    best = None
+    for name, value in module.summary.items():
+        if not isinstance(value, QN) or name in shadowed:
+            continue
+        prefix = value.qualname
+        if qualname == prefix:
+            candidate = name
+        elif qualname.startswith(prefix + "."):
+            candidate = name + qualname[len(prefix):]
+        else:
+            continue
+        # Prefer the spelling through `jax` itself, then the shortest.
+        rank = (0 if candidate == qualname else 1, len(candidate))
+        if best is None or rank < best[0]:
+            best = (rank, candidate)
+    return best[1] if best else None
+
+
+def parents_of(analysis) -> dict:
+    """id(node) -> parent node for the whole module (computed once per analysis)."""
+    cached = getattr(analysis, "_parents_map", None)
+    if cached is not None:
+        return cached
+    parents: dict = {}
+    stack = [analysis.module]
+    while stack:
+        node = stack.pop()
+        for child in node.children:
+            parents[id(child)] = node
+            stack.append(child)
+    analysis._parents_map = parents
+    return parents

@@ -55,3 +55,26 @@ def test_fix_produces_twin(path):
     assert strip_expect_comments(outcome.source) == twin
     again = fix_source(outcome.source, path, settings)
     assert again.fixed == 0 and again.source == outcome.source
+
+
+UNSAFE_FIX_PAIRS = [p for p in FILES if os.path.exists(p[:-3] + ".unsafe-fixed.py")
+                    and not p.endswith("fixed.py")]
+
+
+@pytest.mark.parametrize("path", UNSAFE_FIX_PAIRS, ids=[rel(p) for p in UNSAFE_FIX_PAIRS])
+def test_unsafe_fix_produces_twin(path):
+    """`X.unsafe-fixed.py` is X.py after `--fix --unsafe-fixes`; plain `--fix` leaves the
+    unsafe fixes out."""
+    with open(path, encoding="utf-8") as fh:
+        source = fh.read()
+    with open(path[:-3] + ".unsafe-fixed.py", encoding="utf-8") as fh:
+        twin = fh.read()
+    settings = Settings(unsafe_fixes=True)
+    outcome = fix_source(source, path, settings)
+    assert outcome.error is None
+    assert outcome.fixed > 0
+    assert strip_expect_comments(outcome.source) == twin
+    again = fix_source(outcome.source, path, settings)
+    assert again.fixed == 0 and again.source == outcome.source
+    if not os.path.exists(path[:-3] + ".fixed.py"):
+        assert fix_source(source, path, Settings()).fixed == 0

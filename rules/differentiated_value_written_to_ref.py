@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from reflint import api
+from reflint.diagnostics import UNSAFE, Edit, Fix
+from reflint.rule import Finding, Rule
+from reflint.taint import differentiation
+
+from ._common import module_spelling, ref_name
+
+TRANSFORM_WORDS = {
+    api.GRAD: "jax.grad", api.VALUE_AND_GRAD: "jax.value_and_grad", api.JACREV: "jax.jacrev",
+    api.JACFWD: "jax.jacfwd", api.HESSIAN: "jax.hessian", api.JVP: "jax.jvp",
+    api.VJP: "jax.vjp", api.LINEARIZE: "jax.linearize",
+}
+
+
+class DifferentiatedValueWrittenToRef(Rule):
+    """A value that depends on differentiated inputs is written into a ref JAX does not differentiate.
+
+    ## What it does
+    Inside a function differentiated by `jax.grad`, `value_and_grad`, `jacrev`, `jacfwd`,
+    `hessian`, `jvp`, `vjp` or `linearize` — or a helper, loop body or branch it calls — reports
+    a write (`ref[...] = v`, `ref[...] += v`, `jax.ref.set/swap/addupdate`) of a value that
+    depends on the differentiated inputs into a Ref that is closed over or passed as a
+    non-differentiated argument. Values computed only from other inputs, constants, shapes,
+    comparisons, or wrapped in `jax.lax.stop_gradient` are fine, and so are refs created inside
+    the differentiated function.
+
+    ## Why is this bad?
+    JAX can only differentiate through refs it created itself. A ref from outside carries no
+    tangent, so storing a differentiated value in it is rejected when the function is traced.
+    The error's advice ("Move the array reference to be an argument of the differentiated
+    function?") does not help when the ref already is an argument: JAX cannot differentiate
+    with respect to a ref. If the ref only records the value (a log, a statistic), store
+    `jax.lax.stop_gradient(value)`.
+
+    ## Example
+    ```python
+    import jax
+
+    def loss(x, log_ref):
+        y = x * x
+        log_ref[...] = y
+        return y
+
+    jax.grad(loss)(1.0, jax.new_ref(0.0))
+    ```
+
+    ## Use instead
+    ```python
+    import jax
+
+    def loss(x, log_ref):
+        y = x * x
+        log_ref[...] = jax.lax.stop_gradient(y)
+        return y
+
+    jax.grad(loss)(1.0, jax.new_ref(0.0))
+    ```
+
+    ## Fix safety
+    The fix wraps the written value in `jax.lax.stop_gradient(...)` (spelled through the
+    module's own `jax` or `jax.lax` import; no fix without one). It is unsafe: it is right when
+    the ref records a value, but if you meant gradients to flow through the ref, restructure the
+    code instead (create the ref inside the differentiated function).
+
+    ## Known limits
+    The dependence analysis follows assignments, arithmetic and calls inside one module. It
+    does not see writes through method-style ref APIs, refs stored in object attributes other
+    than the analysis' `self.<name>`, `argnums` that are not literal integers, or functions
+    passed to higher-order functions the analysis does not know (for example
+    `jax.tree.map(lambda g: ..., tree)` with a closure over a differentiated value). A value
+    computed by a function of integer dtype that reflint does not recognize is treated as
+    differentiated.
+
+    ## JAX versions
+    Every version from 0.7.1 to 0.10.2 raises the same error, with or without `jit`, for
+    closed-over refs and ref arguments alike. `jax.ref.addupdate` of a differentiated value
+    fails with a `TypeError` about `ad_util.Zero` instead (0.10.2).
+
+    ## Runtime message
+    `Exception: performing a set/swap operation with a differentiated value on a
+    non-differentiated array reference of type Ref{float32[]}. Move the array reference to be
+    an argument of the differentiated function?`
+    """
+
+    code = "REF008"
+    name = "differentiated-value-written-to-ref"
+    fixable = UNSAFE
+    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b"
+
+    def check(self, analysis):
+        for w in differentiation(analysis).writes:
+            acc = w.access
+            target = ref_name(analysis, acc.ref_expr, acc.ref)
+            value = analysis.module.code_for_node(acc.value_expr).strip()
+            if len(value) > 40 or "\n" in value:
+                value = "the written value"
+            else:
+                value = f"`{value}`"
+            inputs = ", ".join(f"`{n}`" for n in sorted(w.inputs))
+            transform = TRANSFORM_WORDS.get(w.transform, w.transform)
+            if value == inputs and acc.func is w.root:
+                head = f"{value}, differentiated by {transform} (in {w.root.name}), is written"
+            else:
+                head = (f"{value} depends on {inputs}, differentiated by {transform} "
+                        f"(in {w.root.name}), and is written")
+                if acc.func is not w.root:
+                    head = (f"{value} depends on {inputs}, differentiated by {transform} "
+                            f"(in {w.root.name}, which calls {acc.func.name}), and is written")
+            kind = (f"a non-differentiated argument of {w.root.name}" if w.ref_kind == "argument"
+                    else "a ref from outside the differentiated function")
+            msg = (f"{head} into {target}, {kind}; JAX raises 'performing a set/swap operation "
+                   f"with a differentiated value on a non-differentiated array reference' when "
+                   f"tracing — store jax.lax.stop_gradient(...) of the value if the ref only "
+                   f"records it")
+            yield Finding(acc.node, msg, related_node=w.transform_node,
+                          related_message=f"differentiated by {transform} here",
+                          fix=_stop_gradient_fix(acc.value_expr, acc.func))
+
+
+def _stop_gradient_fix(expr, func):
+    def make(analysis):
+        spelled = module_spelling(analysis, "jax.lax.stop_gradient", func)
+        if spelled is None:
+            return None
+        pos = analysis.position(expr)
+        if pos is None:
+            return None
+        line, col, end_line, end_col = pos
+        bare_tuple = isinstance(expr, cst.Tuple) and not expr.lpar
+        open_text = f"{spelled}((" if bare_tuple else f"{spelled}("
+        close_text = "))" if bare_tuple else ")"
+        return Fix(f"Wrap the value in {spelled}(...)",
+                   (Edit(line, col, line, col, open_text),
+                    Edit(end_line, end_col, end_line, end_col, close_text)), UNSAFE)
+
+    return make
