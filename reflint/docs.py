@@ -88,7 +88,7 @@ x = 1  # noqa: REF999
 x = 1
 ```
 """),
-    "REF902": ("A `# noqa` comment names a REF code that suppresses nothing (opt-in).", """\
+    "REF902": ("A `# noqa` comment names a REF code that suppresses nothing.", """\
 ## What it does
 Reports REF codes in `# noqa: ...` comments that suppress no finding on their line. Off by
 default: enable it with `reflint check --report-unused-noqa` or

@@ -75,8 +75,9 @@ class Settings:
         return replace(self, select=frozenset(self.select - ignored), per_file_ignores=())
 
     def is_excluded(self, path: str) -> bool:
-        """Whether ``path`` (a file or directory) matches ``exclude`` or ``extend-exclude``."""
-        return any(path_matches(path, p, self.root)
+        """Whether ``path`` itself (a file or directory, not its parents) matches ``exclude``
+        or ``extend-exclude``."""
+        return any(path_matches(path, p, self.root, ancestors=False)
                    for p in tuple(self.exclude) + tuple(self.extend_exclude))
 
 
@@ -148,12 +149,14 @@ def _glob_regex(pattern: str):
     return rx
 
 
-def path_matches(path: str, pattern: str, root: str = "") -> bool:
+def path_matches(path: str, pattern: str, root: str = "", ancestors: bool = True) -> bool:
     """Match a path against a pattern the way ruff and flake8 users expect.
 
     A pattern without ``/`` (``build``, ``*_pb2.py``) matches any component of the path. A
     pattern with ``/`` (``tests/**``, ``src/gen/*.py``, ``tests/``) matches the path relative to
-    ``root`` (the configuration file's directory), itself or any of its parent directories."""
+    ``root`` (the configuration file's directory). With ``ancestors``, a pattern also matches
+    the files below a matching directory (per-file-ignores); without, only the path itself
+    (exclusion while walking, where excluded directories are pruned)."""
     pattern = pattern.replace(os.sep, "/")
     abspath = os.path.abspath(path)
     base = os.path.abspath(root or os.getcwd())
@@ -163,6 +166,8 @@ def path_matches(path: str, pattern: str, root: str = "") -> bool:
         # Inside the root: the path's components below the root; outside: its basename.
         parts = rel.split("/") if not rel.startswith("..") else [os.path.basename(abspath)]
         rx = _glob_regex(pat)
+        if not ancestors:
+            return bool(rx.match(os.path.basename(abspath)))
         return any(rx.match(p) for p in parts if p and p != "..")
     if rel.startswith(".."):
         return False
@@ -171,5 +176,7 @@ def path_matches(path: str, pattern: str, root: str = "") -> bool:
         pat = os.path.relpath(pat, base).replace(os.sep, "/")
     pat = pat.rstrip("/")
     rx = _glob_regex(pat)
+    if not ancestors:
+        return bool(rx.match(rel))
     parts = rel.split("/")
     return any(rx.match("/".join(parts[:i])) for i in range(len(parts), 0, -1))
