@@ -44,7 +44,12 @@ class Flake8Plugin:
     def run(self) -> Iterator[tuple]:
         source = "".join(self.lines)
         settings = _settings_for(self.filename)
-        result = lint_source(source, self.filename, settings)
+        try:
+            result = lint_source(source, self.filename, settings)
+        except Exception as e:  # noqa: BLE001 - as `reflint check`: report, do not crash
+            yield 1, 0, (f"REF900 internal error while checking this file: "
+                         f"{type(e).__name__}: {e}"), type(self)
+            return
         for d in result.diagnostics:
             # flake8 columns are 0-based in the tuple; flake8 adds 1 when printing.
             yield d.line, d.column - 1, f"{d.code} {d.message}", type(self)
