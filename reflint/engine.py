@@ -198,7 +198,7 @@ def _noqa_comment(line, col, m, offset, lines) -> NoqaComment:
 
 
 def _suppresses(written: str, code: str) -> bool:
-    # flake8's rule: the exact code or a prefix of it (`# noqa: REF00`).
+    # flake8's rule: the exact code, or a prefix of it (noqa with REF00 covers REF001-REF009).
     return code == written or code.startswith(written)
 
 
