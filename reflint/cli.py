@@ -14,48 +14,80 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Optional
 
 from . import __version__
-from .codes import CODES
+from .codes import CODES, META_CODES
+from .config import ConfigError, Resolver, overrides_from_args, show_settings
 from .engine import FileResult, fix_source, lint_bytes
-from .output import format_concise, format_json, format_text, summary_line, use_color
+from .output import (format_concise, format_github, format_json, format_sarif,
+                     format_statistics, format_text, summary_line, use_color)
 from .rule import all_rules, rule_by_code
-from .settings import DEFAULT_TARGET_JAX_VERSION, Settings, expand_codes, parse_version
+from .settings import DEFAULT_EXCLUDE, DEFAULT_TARGET_JAX_VERSION, Settings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
-SKIP_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", "build", "dist",
-    "node_modules", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-    ".reflint_cache", ".eggs", "__pypackages__",
-})
+FORMATS = ["text", "concise", "json", "sarif", "github"]
+SKIP_DIRS = frozenset(d for d in DEFAULT_EXCLUDE if "*" not in d)  # kept for compatibility
 
 
 class UsageError(Exception):
     pass
 
 
-def discover(paths: list) -> list:
-    """Python files under ``paths`` (files named explicitly are always included)."""
+def _is_venv(directory: str) -> bool:
+    return os.path.exists(os.path.join(directory, "pyvenv.cfg"))
+
+
+def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bool = False
+             ) -> list:
+    """(file, settings) for the Python files under ``paths``.
+
+    Directories matching ``exclude``/``extend-exclude`` (and virtual environments) are not
+    walked into. Files and directories named explicitly are checked even when excluded,
+    unless ``force_exclude`` (as in ruff)."""
+    resolver = resolver or Resolver()
     out = []
     for p in paths:
         if os.path.isfile(p):
-            out.append(p)
+            settings = resolver.for_file(p)
+            if force_exclude and _excluded_with_parents(p, settings):
+                continue
+            out.append((p, settings))
             continue
         if not os.path.isdir(p):
             raise UsageError(f"{p}: no such file or directory")
+        if force_exclude and _excluded_with_parents(p, resolver.for_dir(p)):
+            continue
         for root, dirs, files in os.walk(p):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info")
-                             and not os.path.exists(os.path.join(root, d, "pyvenv.cfg")))
+            settings = resolver.for_dir(root)
+            dirs[:] = sorted(d for d in dirs
+                             if not _is_venv(os.path.join(root, d))
+                             and not resolver.for_dir(os.path.join(root, d)).is_excluded(
+                                 os.path.join(root, d)))
             for f in sorted(files):
                 if f.endswith((".py", ".pyi")):
-                    out.append(os.path.join(root, f))
+                    path = os.path.normpath(os.path.join(root, f))
+                    if not settings.is_excluded(path):
+                        out.append((path, settings))
     seen = set()
     unique = []
-    for f in out:
+    for f, s in out:
         key = os.path.normpath(f)
         if key not in seen:
             seen.add(key)
-            unique.append(f)
+            unique.append((f, s))
     return unique
+
+
+def _excluded_with_parents(path: str, settings: Settings) -> bool:
+    """``--force-exclude``: the path or one of its directories (below the root) is excluded."""
+    path = os.path.abspath(path)
+    root = os.path.abspath(settings.root or os.getcwd())
+    while True:
+        if settings.is_excluded(path):
+            return True
+        parent = os.path.dirname(path)
+        if parent == path or not parent.startswith(root) or parent == root:
+            return False
+        path = parent
 
 
 def _check_file(args) -> FileResult:
@@ -84,31 +116,91 @@ def check_paths(files: list, settings: Settings, jobs: int) -> list:
     return [_check_file(t) for t in tasks]
 
 
-def _settings_from(args) -> Settings:
+def _check_grouped(pairs: list, jobs: int) -> list:
+    """Check files with their own settings (one ``check_paths`` call per configuration),
+    returning results in the order of ``pairs``."""
+    groups: dict = {}
+    order: list = []
+    for f, s in pairs:
+        if id(s) not in groups:
+            groups[id(s)] = (s, [])
+            order.append(id(s))
+        groups[id(s)][1].append(f)
+    by_path = {}
+    for key in order:
+        s, files = groups[key]
+        for res in check_paths(files, s, jobs):
+            by_path[res.path] = res
+    return [by_path[f] for f, _ in pairs if f in by_path]
+
+
+def _resolver(args) -> Resolver:
     try:
-        select = expand_codes(args.select.split(",")) if args.select else set(CODES)
-        if args.extend_select:
-            select |= expand_codes(args.extend_select.split(","))
-        if args.ignore:
-            select -= expand_codes(args.ignore.split(","))
-        version = parse_version(args.target_jax_version or DEFAULT_TARGET_JAX_VERSION)
-    except ValueError as e:
+        return Resolver(overrides_from_args(args), args.config)
+    except ConfigError as e:
         raise UsageError(str(e)) from None
-    return Settings(select=frozenset(select), target_jax_version=version,
-                    unsafe_fixes=args.unsafe_fixes)
+
+
+def _emit(args, all_diags, sources, n_files, out=None) -> None:
+    out = out or sys.stdout
+    fmt = args.format
+    if args.statistics:
+        out.write(format_statistics(all_diags))
+    elif fmt == "json":
+        out.write(format_json(all_diags))
+    elif fmt == "concise":
+        out.write(format_concise(all_diags))
+    elif fmt == "sarif":
+        out.write(format_sarif(all_diags))
+    elif fmt == "github":
+        out.write(format_github(all_diags))
+    else:
+        text = format_text(all_diags, sources, color=use_color(out))
+        if text:
+            out.write(text + "\n")
+    if fmt in ("text", "concise") and not args.quiet and not args.statistics:
+        fixable = sum(1 for d in all_diags if d.fix and d.fix.applicability == "safe")
+        out.write(summary_line(len(all_diags), n_files, 0 if args.fix else fixable) + "\n")
+
+
+def _exit_code(args, diags) -> int:
+    if args.exit_zero:
+        return EXIT_OK
+    return EXIT_FINDINGS if diags else EXIT_OK
 
 
 def cmd_check(args) -> int:
-    settings = _settings_from(args)
-    files = discover(args.paths or ["."])
+    if args.fix and args.diff:
+        raise UsageError("--fix and --diff cannot be used together")
+    try:
+        return _cmd_check(args)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+
+
+def _cmd_check(args) -> int:
+    resolver = _resolver(args)
+    paths = args.paths or ["."]
+    if "-" in paths:
+        if len(paths) > 1:
+            raise UsageError("'-' (standard input) cannot be combined with other paths")
+        return cmd_check_stdin(args, resolver)
+    if args.show_settings:
+        p = paths[0]
+        settings = resolver.for_file(p) if os.path.isfile(p) else resolver.for_dir(
+            p if os.path.isdir(p) else ".")
+        sys.stdout.write(show_settings(settings))
+        return EXIT_OK
+    pairs = discover(paths, resolver, args.force_exclude)
+    settings_of = {f: s for f, s in pairs}
     jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
-    results = check_paths(files, settings, jobs)
-    out = sys.stdout
+    results = _check_grouped(pairs, jobs)
     all_diags = []
     sources = {}
     fix_notes = []
     diff_text = []
     for res in results:
+        settings = settings_of.get(res.path) or resolver.for_file(res.path)
         if args.fix or args.diff:
             if res.source is not None and any(d.fix for d in res.diagnostics):
                 outcome = fix_source(res.source, res.path, settings)
@@ -116,9 +208,7 @@ def cmd_check(args) -> int:
                     fix_notes.append(f"{res.path}: {outcome.error}")
                 elif outcome.fixed:
                     if args.diff:
-                        diff_text.append("".join(difflib.unified_diff(
-                            res.source.splitlines(True), outcome.source.splitlines(True),
-                            fromfile=f"a/{res.path}", tofile=f"b/{res.path}")))
+                        diff_text.append(_diff(res.source, outcome.source, res.path))
                     else:
                         _write_fixed(res.path, outcome.source)
                         fix_notes.append(f"{res.path}: fixed {outcome.fixed} "
@@ -128,28 +218,65 @@ def cmd_check(args) -> int:
         if res.source is not None and res.diagnostics:
             sources[res.path] = res.source
     if args.diff:
-        out.write("".join(diff_text))
+        sys.stdout.write("".join(diff_text))
         for n in fix_notes:
             print(n, file=sys.stderr)
-        return EXIT_FINDINGS if diff_text else EXIT_OK
-    fmt = args.format
-    if fmt == "json":
-        out.write(format_json(all_diags))
-    elif fmt == "concise":
-        out.write(format_concise(all_diags))
+        return EXIT_FINDINGS if diff_text and not args.exit_zero else EXIT_OK
+    _emit(args, all_diags, sources, len(pairs))
+    if not args.quiet:
+        for n in fix_notes:
+            print(n, file=sys.stderr)
+    return _exit_code(args, all_diags)
+
+
+def _diff(before: str, after: str, path: str) -> str:
+    return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
+                                        fromfile=f"a/{path}", tofile=f"b/{path}"))
+
+
+def cmd_check_stdin(args, resolver: Resolver) -> int:
+    """``reflint check -``: the source comes from standard input. ``--stdin-filename`` names
+    it (for configuration, per-file-ignores and messages). With ``--fix`` the fixed source
+    goes to standard output and the remaining findings to standard error; with ``--diff``
+    the diff goes to standard output."""
+    name = args.stdin_filename or "-"
+    data = sys.stdin.buffer.read()
+    if args.stdin_filename:
+        settings = resolver.for_file(args.stdin_filename)
     else:
-        text = format_text(all_diags, sources, color=use_color(out))
-        if text:
-            out.write(text + "\n")
-        if not args.quiet:
-            fixable = sum(1 for d in all_diags if d.fix and d.fix.applicability == "safe")
-            out.write(summary_line(len(all_diags), len(files), 0 if args.fix else fixable)
-                      + "\n")
-    for n in fix_notes:
-        print(n, file=sys.stderr)
-    if args.exit_zero:
+        settings = resolver.for_dir(os.getcwd())
+    if args.show_settings:
+        sys.stdout.write(show_settings(settings))
         return EXIT_OK
-    return EXIT_FINDINGS if all_diags else EXIT_OK
+    if args.force_exclude and args.stdin_filename and \
+            _excluded_with_parents(args.stdin_filename, settings):
+        if args.fix:
+            sys.stdout.buffer.write(data)
+        return EXIT_OK
+    result = lint_bytes(data, name, settings)
+    if args.fix or args.diff:
+        fixed_source = result.source
+        remaining = result.diagnostics
+        if result.source is not None and any(d.fix for d in result.diagnostics):
+            outcome = fix_source(result.source, name, settings)
+            if outcome.error:
+                print(f"{name}: {outcome.error}", file=sys.stderr)
+            elif outcome.fixed:
+                fixed_source, remaining = outcome.source, outcome.remaining
+        if args.diff:
+            diff = _diff(result.source, fixed_source, name) if result.source is not None else ""
+            sys.stdout.write(diff)
+            return EXIT_FINDINGS if diff and not args.exit_zero else EXIT_OK
+        if fixed_source is None:  # undecodable: pass the bytes through untouched
+            sys.stdout.buffer.write(data)
+        else:
+            sys.stdout.write(fixed_source)
+        sys.stdout.flush()
+        _emit(args, remaining, {name: fixed_source} if fixed_source else {}, 1,
+              out=sys.stderr)
+        return _exit_code(args, remaining)
+    _emit(args, result.diagnostics, {name: result.source} if result.source else {}, 1)
+    return _exit_code(args, result.diagnostics)
 
 
 def _write_fixed(path: str, text: str) -> None:
@@ -168,24 +295,49 @@ def _write_fixed(path: str, text: str) -> None:
 
 
 def cmd_rule(args) -> int:
-    rule = rule_by_code(args.code)
-    if rule is None:
-        raise UsageError(f"unknown rule: {args.code}")
-    from .docs import render_rule
-    sys.stdout.write(render_rule(rule))
-    return EXIT_OK
+    code = args.code.strip()
+    rule = rule_by_code(code) or rule_by_code(code.upper())
+    if rule is not None:
+        from .docs import render_rule
+        sys.stdout.write(render_rule(rule))
+        return EXIT_OK
+    from .docs import META_DOCS, render_meta
+    meta = code.upper() if code.upper() in META_DOCS else \
+        next((c for c, n in CODES.items() if n == code and c in META_DOCS), None)
+    if meta:
+        sys.stdout.write(render_meta(meta))
+        return EXIT_OK
+    known = code.upper() if code.upper() in CODES else \
+        next((c for c, n in CODES.items() if n == code), None)
+    if known:
+        raise UsageError(f"{known} ({CODES[known]}) is reserved but not implemented in "
+                         f"reflint {__version__}; see `reflint rules`")
+    raise UsageError(f"unknown rule: {args.code} (see `reflint rules`)")
+
+
+def _rules_table() -> list:
+    from .docs import META_DOCS
+
+    rows = [{"code": r.code, "name": r.name, "fix": r.fixable or None,
+             "summary": r.doc_sections().get("Summary", ""), "kind": "rule",
+             "default": True} for r in all_rules()]
+    for code in sorted(META_CODES):
+        rows.append({"code": code, "name": CODES[code], "fix": None,
+                     "summary": META_DOCS[code][0], "kind": "meta",
+                     "default": code not in ("REF902",)})
+    return rows
 
 
 def cmd_rules(args) -> int:
-    rules = all_rules()
+    rows = _rules_table()
     if args.format == "json":
-        data = [{"code": r.code, "name": r.name, "fix": r.fixable or None,
-                 "summary": r.doc_sections().get("Summary", "")} for r in rules]
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     else:
-        for r in rules:
-            fix = f" [fix: {r.fixable}]" if r.fixable else ""
-            print(f"{r.code}  {r.name}{fix}  — {r.doc_sections().get('Summary', '')}")
+        width = max(len(r["name"]) for r in rows)
+        for r in rows:
+            fix = {"safe": "fix", "unsafe": "fix (unsafe)"}.get(r["fix"] or "", "-")
+            extra = "" if r["default"] else " (opt-in)"
+            print(f"{r['code']}  {r['name']:<{width}}  {fix:<12}  {r['summary']}{extra}")
     return EXIT_OK
 
 
@@ -204,23 +356,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"reflint {__version__}")
     sub = p.add_subparsers(dest="command")
 
-    c = sub.add_parser("check", help="lint Python files")
-    c.add_argument("paths", nargs="*", help="files or directories (default: .)")
-    c.add_argument("--select", help="comma-separated codes or prefixes to enable")
+    c = sub.add_parser("check", help="lint Python files",
+                       description="Lint Python files ('-' reads standard input).")
+    c.add_argument("paths", nargs="*", help="files or directories (default: .); '-' = stdin")
+    c.add_argument("--select", help="comma-separated codes or prefixes to enable "
+                   "(replaces the configured selection)")
     c.add_argument("--extend-select", help="codes to enable on top of the selection")
     c.add_argument("--ignore", help="comma-separated codes or prefixes to disable")
-    c.add_argument("--format", choices=["text", "concise", "json"], default="text")
-    c.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    c.add_argument("--config", metavar="PATH", help="use this pyproject.toml instead of the "
+                   "nearest one with [tool.reflint]")
+    c.add_argument("--exclude", help="comma-separated patterns replacing the excluded paths")
+    c.add_argument("--extend-exclude", help="comma-separated patterns to exclude as well")
+    c.add_argument("--force-exclude", action="store_true",
+                   help="apply exclusions also to paths named on the command line")
+    c.add_argument("--show-settings", action="store_true",
+                   help="print the resolved settings (for the first path) and exit")
+    c.add_argument("--format", choices=FORMATS, default="text")
+    c.add_argument("--statistics", action="store_true", help="print counts per code")
+    c.add_argument("--fix", action="store_true", help="apply safe fixes in place "
+                   "(with '-': print the fixed source)")
     c.add_argument("--diff", action="store_true", help="print fixes as a diff; write nothing")
     c.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
     c.add_argument("--target-jax-version", help=f"JAX version the code runs on "
                    f"(default {DEFAULT_TARGET_JAX_VERSION})")
+    c.add_argument("--report-unused-noqa", action="store_true",
+                   help="report REF noqa codes that suppress nothing (REF902)")
+    c.add_argument("--stdin-filename", metavar="PATH",
+                   help="the name of the file read from stdin (config, messages)")
     c.add_argument("--jobs", "-j", type=int, default=0, help="processes (default: all cores)")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     c.add_argument("--quiet", "-q", action="store_true", help="no summary line")
 
     r = sub.add_parser("rule", help="explain a rule")
-    r.add_argument("code")
+    r.add_argument("code", help="a code (REF001) or name (ref-returned)")
     rs = sub.add_parser("rules", help="list the rules")
     rs.add_argument("--format", choices=["text", "json"], default="text")
 

@@ -17,4 +17,13 @@ CODES: dict[str, str] = {
     "REF014": "redundant-donation",
     "REF015": "unavailable-jax-api",
     "REF900": "parse-error",
+    "REF901": "unknown-noqa-code",
+    "REF902": "unused-noqa",
 }
+
+# Codes not produced by a rule module: reported by the engine itself.
+META_CODES = frozenset({"REF900", "REF901", "REF902"})
+
+# Codes that are off unless named exactly (`--extend-select REF902`, `--report-unused-noqa`):
+# prefixes and ALL do not select them.
+OPT_IN_CODES = frozenset({"REF902"})

@@ -57,6 +57,108 @@ def generate(directory: str) -> list:
     return written
 
 
+# -- codes without a rule module (reported by the engine) ----------------------------------
+
+META_DOCS = {
+    "REF900": ("A file could not be read, decoded or parsed.", """\
+## What it does
+Reports a file that reflint cannot check: unreadable, undecodable (bad PEP 263 encoding) or
+not valid Python. The position is CPython's own for syntax errors.
+
+## Why is this bad?
+No rule can check a file that does not parse, so its findings would be silently missing.
+"""),
+    "REF901": ("A `# noqa` comment names a REF code that does not exist.", """\
+## What it does
+Reports codes in `# noqa: ...` comments that start with `REF` but are not reflint codes (nor
+prefixes of codes), such as `# noqa: REF999` or a lower-case `# noqa: ref001`. Codes of other
+tools (`E501`, `B008`) are left alone.
+
+## Why is this bad?
+A misspelled code suppresses nothing: the finding it was meant to silence is still reported,
+or the comment silently rots.
+
+## Example
+```python
+x = 1  # noqa: REF999
+```
+
+## Use instead
+```python
+x = 1
+```
+"""),
+    "REF902": ("A `# noqa` comment names a REF code that suppresses nothing.", """\
+## What it does
+Reports REF codes in `# noqa: ...` comments that suppress no finding on their line. Off by
+default: enable it with `reflint check --report-unused-noqa` or
+`extend-select = ["REF902"]` (prefixes and `ALL` do not select it). Codes of rules that are
+not enabled are not reported.
+
+## Why is this bad?
+Stale suppressions hide the next real finding on the same line.
+
+## Example
+```python
+x = 1  # noqa: REF007
+```
+
+## Use instead
+```python
+x = 1
+```
+"""),
+}
+
+
+def render_meta(code: str) -> str:
+    from .codes import CODES
+
+    summary, body = META_DOCS[code]
+    return (f"# {code} {CODES[code]}\n\n{summary}\n\n{body.rstrip()}\n\n## Suppressing\n\n"
+            f"Add `# noqa: {code}` at the end of the reported line, or disable the check with "
+            f"`--ignore {code}` / `ignore = [\"{code}\"]` in `[tool.reflint]`.\n")
+
+
+def doc_url(code: str):
+    """An absolute documentation URL for a code, when the installed package declares one
+    (``[project.urls] Documentation``, with ``{code}`` or as a base of ``docs/rules/``)."""
+    try:
+        from importlib.metadata import metadata
+
+        urls = metadata("reflint").get_all("Project-URL") or []
+    except Exception:  # noqa: BLE001 - not installed, no metadata: no link
+        return None
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == "documentation" and url.strip().startswith("http"):
+            url = url.strip()
+            if "{code}" in url:
+                return url.format(code=code)
+            return url.rstrip("/") + "/" + DOCS_URL.format(code=code)
+    return None
+
+
+def _plain(markdown: str) -> str:
+    return markdown.replace("```python\n", "").replace("```", "")
+
+
+def rule_help() -> list:
+    """(code, name, summary, what it does, markdown, text) for every reportable code."""
+    from .codes import CODES
+
+    out = []
+    for r in all_rules():
+        md = render_rule(r)
+        out.append((r.code, r.name, r.doc_sections().get("Summary", ""),
+                    r.doc_sections().get("What it does", ""), md, _plain(md)))
+    for code in sorted(META_DOCS):
+        md = render_meta(code)
+        summary = META_DOCS[code][0]
+        out.append((code, CODES[code], summary, summary, md, _plain(md)))
+    return out
+
+
 if __name__ == "__main__":  # pragma: no cover
     import sys
 

@@ -15,14 +15,19 @@ from typing import Optional
 import libcst as cst
 
 from .analysis import ModuleAnalysis
-from .codes import CODES
+from .codes import CODES, META_CODES
 from .diagnostics import SAFE, Diagnostic, Fix
 from .rule import all_rules
 from .settings import Settings
 
 PARSE_ERROR = "REF900"
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
-_SKIP_FILE = re.compile(r"^#\s*reflint:\s*skip-file\s*$", re.M)
+UNKNOWN_NOQA = "REF901"
+UNUSED_NOQA = "REF902"
+# flake8's syntax (`# noqa`, `# noqa: A1, B2`, `# NOQA:A1`), also without the space after `#`.
+_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
+_NOQA_HINT = re.compile(r"noqa", re.I)
+_CODE = re.compile(r"[A-Z]+[0-9]+", re.I)
+_SKIP_FILE = re.compile(r"^[ \t]*#\s*reflint:\s*skip-file\s*$", re.M)
 _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
@@ -91,10 +96,12 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
 
 def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool = True
                 ) -> FileResult:
+    settings = settings.for_path(path)
     if _SKIP_FILE.search(source):
         return FileResult(path, [], source, skipped=True)
     if use_prefilter and not prefilter(settings).search(source):
-        return FileResult(path, [], source, skipped=True)
+        # No rule can fire; suppression comments are still checked (REF901/REF902).
+        return FileResult(path, apply_noqa([], source, settings, path), source, skipped=True)
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as e:
@@ -108,7 +115,7 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
             diags.append(parse_error(path, f"cannot parse file: {type(e).__name__}: {e}"))
         return FileResult(path, diags, source)
     diags = check_module(module, path, settings)
-    return FileResult(path, apply_noqa(diags, source), source)
+    return FileResult(path, apply_noqa(diags, source, settings, path), source)
 
 
 def check_module(module: cst.Module, path: str, settings: Settings) -> list:
@@ -133,22 +140,136 @@ def check_module(module: cst.Module, path: str, settings: Settings) -> list:
     return out
 
 
-def apply_noqa(diags: list, source: str) -> list:
-    if not diags or "noqa" not in source:
+@dataclass
+class NoqaComment:
+    """One ``# noqa`` comment: ``codes`` is None for a bare ``# noqa`` (suppresses all)."""
+
+    line: int  # 1-based line of the comment
+    column: int  # 1-based column of the codes list (of ``#`` for a bare noqa)
+    codes: Optional[list]  # [(code, column)], as written
+    lines: range  # the lines it applies to
+
+
+def noqa_comments(source: str) -> list:
+    """Every ``# noqa`` comment, with the lines it covers.
+
+    As in flake8, a comment covers its own physical line, and all the lines of a token group
+    that spans several lines without a newline token (a multi-line string, a backslash
+    continuation)."""
+    if not _NOQA_HINT.search(source):
+        return []
+    out = []
+    try:
+        group_start = None
+        group_end = -1
+        pending: list = []  # comments of the current group
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            tp, text, (sl, sc), (el, _), _ = tok
+            if tp in (tokenize.ENDMARKER, tokenize.DEDENT):
+                continue
+            group_start = sl if group_start is None else min(group_start, sl)
+            group_end = max(group_end, el)
+            if tp == tokenize.COMMENT:
+                m = _NOQA.search(text)
+                if m:
+                    pending.append((sl, sc + m.start() + 1, m, sc))
+            if tp in (tokenize.NL, tokenize.NEWLINE):
+                for line, col, m, sc in pending:
+                    out.append(_noqa_comment(line, col, m, sc, range(group_start,
+                                                                      group_end + 1)))
+                pending, group_start, group_end = [], None, -1
+        for line, col, m, sc in pending:
+            out.append(_noqa_comment(line, col, m, sc, range(line, line + 1)))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        out = []
+        for i, text in enumerate(_LINE_SPLIT.split(source), start=1):
+            m = _NOQA.search(text) if "#" in text else None
+            if m:
+                out.append(_noqa_comment(i, m.start() + 1, m, 0, range(i, i + 1)))
+    return out
+
+
+def _noqa_comment(line, col, m, offset, lines) -> NoqaComment:
+    if m.group("codes") is None:
+        return NoqaComment(line, col, None, lines)
+    codes = [(c.group(0), offset + m.start("codes") + c.start() + 1)
+             for c in _CODE.finditer(m.group("codes"))]
+    return NoqaComment(line, offset + m.start("codes") + 1, codes, lines)
+
+
+def _suppresses(written: str, code: str) -> bool:
+    # flake8's rule: the exact code, or a prefix of it (noqa with REF00 covers REF001-REF009).
+    return code == written or code.startswith(written)
+
+
+def _is_reflint_code(written: str) -> bool:
+    return written.upper().startswith("REF")
+
+
+def apply_noqa(diags: list, source: str, settings: Optional[Settings] = None,
+               path: str = "") -> list:
+    """Drop the diagnostics that a ``# noqa`` comment suppresses.
+
+    With ``settings``, also report unknown REF codes in suppressions (REF901) and, when
+    REF902 is selected, REF suppressions that suppress nothing."""
+    comments = noqa_comments(source)
+    if not comments:
         return diags
-    lines = _LINE_SPLIT.split(source)
+    by_line: dict = {}
+    for c in comments:
+        for line in c.lines:
+            by_line.setdefault(line, []).append(c)
+    used: set = set()  # (id(comment), written code)
     out = []
     for d in diags:
-        line = lines[d.line - 1] if 0 < d.line <= len(lines) else ""
-        m = _NOQA.search(line) if "#" in line else None
-        if m:
-            codes = m.group("codes")
-            if codes is None:
+        suppressed = False
+        for c in by_line.get(d.line, ()):
+            if c.codes is None:
+                suppressed = True
                 continue
-            if d.code in {c.upper() for c in re.split(r"[,\s]+", codes) if c}:
-                continue
-        out.append(d)
-    return out
+            for written, _ in c.codes:
+                if _suppresses(written, d.code):
+                    suppressed = True
+                    used.add((id(c), written))
+        if not suppressed:
+            out.append(d)
+    if settings is None:
+        return out
+    meta = []
+    for c in comments:
+        for written, col in c.codes or ():
+            if not _is_reflint_code(written):
+                continue  # another tool's code
+            known = any(_suppresses(written, k) for k in CODES)
+            if not known:
+                if settings.enabled(UNKNOWN_NOQA):
+                    hint = ""
+                    if any(_suppresses(written.upper(), k) for k in CODES):
+                        hint = f" (codes are upper case: {written.upper()})"
+                    meta.append(_meta(path, UNKNOWN_NOQA, c.line, col, written,
+                                      f"unknown rule code `{written}` in noqa comment{hint}"))
+            elif settings.enabled(UNUSED_NOQA) and (id(c), written) not in used and \
+                    not any(_suppresses(w, UNUSED_NOQA) for w, _ in c.codes) and \
+                    any(_suppresses(written, k) and settings.enabled(k) for k in CODES
+                        if k not in META_CODES):
+                meta.append(_meta(path, UNUSED_NOQA, c.line, col, written,
+                                  f"unused noqa: `{written}` suppresses nothing on this "
+                                  f"line"))
+    if not meta:
+        return out
+    # The meta diagnostics can themselves be suppressed by a code in the same comment.
+    kept = []
+    for d in meta:
+        if any(c.codes is not None and any(_suppresses(w, d.code) for w, _ in c.codes)
+               for c in by_line.get(d.line, ())):
+            continue
+        kept.append(d)
+    return sorted(out + kept)
+
+
+def _meta(path, code, line, col, written, message) -> Diagnostic:
+    return Diagnostic(path=path, line=line, column=col, code=code, name=CODES[code],
+                      message=message, end_line=line, end_column=col + len(written))
 
 
 # --------------------------------------------------------------------------------------------

@@ -70,5 +70,142 @@ def write(stream, text: str) -> None:
     stream.flush()
 
 
-__all__ = ["format_text", "format_concise", "format_json", "summary_line", "use_color", "write",
-           "sys"]
+__all__ = ["format_text", "format_concise", "format_json", "format_github", "format_sarif",
+           "format_statistics", "summary_line", "use_color", "write", "sys"]
+
+
+# -- CI formats ---------------------------------------------------------------------------
+
+
+def format_statistics(diags) -> str:
+    """``--statistics``: one line per code, most frequent first; ``[*]`` = safely fixable."""
+    counts: dict = {}
+    names: dict = {}
+    fixable: dict = {}
+    for d in diags:
+        counts[d.code] = counts.get(d.code, 0) + 1
+        names[d.code] = d.name
+        if d.fix is not None and d.fix.applicability == SAFE:
+            fixable[d.code] = True
+    if not counts:
+        return ""
+    width = max(len(str(n)) for n in counts.values())
+    lines = []
+    for code in sorted(counts, key=lambda c: (-counts[c], c)):
+        mark = "[*] " if fixable.get(code) else "    "
+        lines.append(f"{counts[code]:>{width}}\t{code}\t{mark}{names[code]}")
+    return "\n".join(lines) + "\n"
+
+
+def _gh_escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_escape_property(text: str) -> str:
+    return _gh_escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_github(diags) -> str:
+    """GitHub Actions workflow commands: one ``::error`` annotation per finding."""
+    out = []
+    for d in diags:
+        props = [f"file={_gh_escape_property(d.path)}", f"line={d.line}", f"col={d.column}"]
+        if d.end_line:
+            props += [f"endLine={d.end_line}", f"endColumn={d.end_column}"]
+        props.append(f"title={_gh_escape_property(f'{d.code} {d.name}')}")
+        out.append(f"::error {','.join(props)}::{_gh_escape_data(d.message)}")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _artifact(path: str) -> dict:
+    """A SARIF artifactLocation: repository-relative where possible (what code scanning
+    needs), else an absolute file URI."""
+    import pathlib
+    from urllib.parse import quote
+
+    abspath = os.path.abspath(path)
+    cwd = os.getcwd()
+    rel = os.path.relpath(abspath, cwd) if not path.startswith("<") and path != "-" else path
+    if not rel.startswith(".."):
+        return {"uri": quote(rel.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
+    return {"uri": pathlib.Path(abspath).as_uri()}
+
+
+def _region(line: int, column: int, end_line: int = 0, end_column: int = 0) -> dict:
+    r = {"startLine": max(1, line), "startColumn": max(1, column)}
+    if end_line and (end_line, end_column) > (line, column):
+        r["endLine"] = end_line
+        r["endColumn"] = max(1, end_column)
+    return r
+
+
+def sarif_rules() -> list:
+    """Rule descriptors for every code reflint can report (rules, then meta codes)."""
+    from .docs import doc_url, rule_help
+
+    out = []
+    for code, name, summary, what, markdown, text in rule_help():
+        desc = {
+            "id": code,
+            "name": name,
+            "shortDescription": {"text": summary or name},
+            "fullDescription": {"text": what or summary or name},
+            "help": {"text": text, "markdown": markdown},
+            "defaultConfiguration": {"level": "error"},
+            "properties": {"tags": ["jax", "correctness"]},
+        }
+        url = doc_url(code)
+        if url:
+            desc["helpUri"] = url
+        out.append(desc)
+    return out
+
+
+def format_sarif(diags, version: str = "") -> str:
+    """SARIF 2.1.0, as GitHub code scanning accepts it."""
+    from . import __version__
+
+    rules = sarif_rules()
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    results = []
+    for d in diags:
+        result = {
+            "ruleId": d.code,
+            "level": "error",
+            "message": {"text": d.message},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": _artifact(d.path),
+                "region": _region(d.line, d.column, d.end_line, d.end_column)}}],
+        }
+        if d.code in index:
+            result["ruleIndex"] = index[d.code]
+        if d.related is not None:
+            result["relatedLocations"] = [{
+                "id": 1,
+                "message": {"text": d.related.message or "related location"},
+                "physicalLocation": {"artifactLocation": _artifact(d.path),
+                                     "region": _region(d.related.line, d.related.column)}}]
+        results.append(result)
+    cwd = os.getcwd()
+    import pathlib
+
+    root_uri = pathlib.Path(cwd).as_uri().rstrip("/") + "/"
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "reflint",
+                "version": version or __version__,
+                "semanticVersion": version or __version__,
+                "rules": rules,
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": root_uri}},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+    return json.dumps(log, indent=2) + "\n"

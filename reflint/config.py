@@ -1,0 +1,248 @@
+"""``[tool.reflint]`` in pyproject.toml: discovery, validation, and merging with CLI flags.
+
+The nearest ``pyproject.toml`` with a ``[tool.reflint]`` table, searched upward from each
+file's directory (or the working directory), configures that file; ``--config PATH``
+configures every file. Patterns in ``exclude`` and ``per-file-ignores`` are relative to the
+configuration file's directory. Command-line flags override the file: ``--select`` replaces
+the file's selection (``select``, ``extend-select`` and ``ignore``), ``--extend-select`` and
+``--ignore`` add to it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+from .settings import (DEFAULT_EXCLUDE, DEFAULT_TARGET_JAX_VERSION, Settings, default_select,
+                       expand_codes, parse_version)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+KNOWN_KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "exclude",
+              "extend-exclude", "target-jax-version")
+CONFIG_NAME = "pyproject.toml"
+
+
+class ConfigError(Exception):
+    """An invalid configuration: reported with exit code 2."""
+
+
+@dataclass
+class Overrides:
+    """What the command line says; None = not given."""
+
+    select: Optional[list] = None
+    extend_select: Optional[list] = None
+    ignore: Optional[list] = None
+    target_jax_version: Optional[str] = None
+    exclude: Optional[list] = None
+    extend_exclude: Optional[list] = None
+    unsafe_fixes: bool = False
+    report_unused_noqa: bool = False
+
+
+def _split(text: Optional[str]) -> Optional[list]:
+    if text is None:
+        return None
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def overrides_from_args(args) -> Overrides:
+    return Overrides(
+        select=_split(getattr(args, "select", None)),
+        extend_select=_split(getattr(args, "extend_select", None)),
+        ignore=_split(getattr(args, "ignore", None)),
+        target_jax_version=getattr(args, "target_jax_version", None),
+        exclude=_split(getattr(args, "exclude", None)),
+        extend_exclude=_split(getattr(args, "extend_exclude", None)),
+        unsafe_fixes=bool(getattr(args, "unsafe_fixes", False)),
+        report_unused_noqa=bool(getattr(args, "report_unused_noqa", False)),
+    )
+
+
+def _has_reflint_table(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read()
+    except OSError:
+        return False
+    if b"tool.reflint" not in text and b"reflint" not in text:
+        return False
+    return load_table(path) is not None
+
+
+def find_config(start: str) -> Optional[str]:
+    """The nearest pyproject.toml with a [tool.reflint] table in ``start`` or above."""
+    d = os.path.abspath(start)
+    while True:
+        candidate = os.path.join(d, CONFIG_NAME)
+        if os.path.isfile(candidate) and _has_reflint_table(candidate):
+            return candidate
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def load_table(path: str) -> Optional[dict]:
+    """The ``[tool.reflint]`` table of a TOML file (None if it has none)."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    tool = data.get("tool")
+    if not isinstance(tool, dict):
+        return None
+    table = tool.get("reflint")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.reflint] must be a table")
+    return table
+
+
+def _str_list(path, key, value) -> list:
+    if isinstance(value, str) or not isinstance(value, list) or \
+            not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: [tool.reflint] {key} must be a list of strings, "
+                          f"got {value!r}")
+    return value
+
+
+def _codes(path, key, value, include_opt_in=False) -> set:
+    try:
+        return expand_codes(_str_list(path, key, value), include_opt_in=include_opt_in)
+    except ValueError as e:
+        raise ConfigError(f"{path}: [tool.reflint] {key}: {e}") from None
+
+
+def validate(table: dict, path: str) -> dict:
+    """Check keys and value types; returns the table with codes expanded."""
+    unknown = sorted(k for k in table if k not in KNOWN_KEYS)
+    if unknown:
+        names = ", ".join(repr(k) for k in unknown)
+        raise ConfigError(f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {names} in "
+                          f"[tool.reflint] (known keys: {', '.join(KNOWN_KEYS)})")
+    out: dict = {}
+    for key in ("select", "extend-select"):
+        if key in table:
+            out[key] = _codes(path, key, table[key])
+    if "ignore" in table:
+        out["ignore"] = _codes(path, "ignore", table["ignore"], include_opt_in=True)
+    for key in ("exclude", "extend-exclude"):
+        if key in table:
+            out[key] = tuple(_str_list(path, key, table[key]))
+    if "per-file-ignores" in table:
+        pfi = table["per-file-ignores"]
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"{path}: [tool.reflint] per-file-ignores must be a table of "
+                              f"pattern = [codes], got {pfi!r}")
+        out["per-file-ignores"] = tuple(
+            (pattern, frozenset(_codes(path, f"per-file-ignores {pattern!r}", codes,
+                                       include_opt_in=True)))
+            for pattern, codes in pfi.items())
+    if "target-jax-version" in table:
+        v = table["target-jax-version"]
+        if not isinstance(v, str):
+            raise ConfigError(f"{path}: [tool.reflint] target-jax-version must be a string "
+                              f"like \"0.10.2\", got {v!r}")
+        try:
+            out["target-jax-version"] = parse_version(v)
+        except ValueError as e:
+            raise ConfigError(f"{path}: [tool.reflint] target-jax-version: {e}") from None
+    return out
+
+
+def build_settings(table: Optional[dict], config_file: Optional[str], cli: Overrides
+                   ) -> Settings:
+    """Merge defaults, a validated [tool.reflint] table and the command line."""
+    table = table or {}
+    select = set(table.get("select", default_select()))
+    select |= table.get("extend-select", set())
+    select -= table.get("ignore", set())
+    try:
+        if cli.select is not None:
+            select = expand_codes(cli.select)
+        if cli.extend_select:
+            select |= expand_codes(cli.extend_select)
+        if cli.report_unused_noqa:
+            select.add("REF902")
+        if cli.ignore:
+            select -= expand_codes(cli.ignore, include_opt_in=True)
+        version = parse_version(cli.target_jax_version) if cli.target_jax_version else \
+            table.get("target-jax-version", parse_version(DEFAULT_TARGET_JAX_VERSION))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    exclude = tuple(cli.exclude) if cli.exclude is not None else \
+        table.get("exclude", DEFAULT_EXCLUDE)
+    extend_exclude = table.get("extend-exclude", ()) + tuple(cli.extend_exclude or ())
+    root = os.path.dirname(os.path.abspath(config_file)) if config_file else os.getcwd()
+    return Settings(select=frozenset(select), target_jax_version=version,
+                    unsafe_fixes=cli.unsafe_fixes,
+                    per_file_ignores=table.get("per-file-ignores", ()),
+                    exclude=exclude, extend_exclude=extend_exclude, root=root,
+                    config_file=config_file)
+
+
+class Resolver:
+    """Settings per directory: the nearest configuration, or the one given with --config."""
+
+    def __init__(self, cli: Optional[Overrides] = None, config_path: Optional[str] = None):
+        self.cli = cli or Overrides()
+        self.config_path = config_path
+        self._by_config: dict = {}
+        self._by_dir: dict = {}
+        if config_path is not None:
+            if not os.path.isfile(config_path):
+                raise ConfigError(f"{config_path}: no such configuration file")
+            self._fixed = self._settings_for_config(os.path.abspath(config_path))
+
+    def _settings_for_config(self, config_file: Optional[str]) -> Settings:
+        s = self._by_config.get(config_file)
+        if s is None:
+            table = None
+            if config_file is not None:
+                raw = load_table(config_file)
+                if raw is None and self.config_path is not None:
+                    raw = {}  # --config on a file without [tool.reflint]: defaults
+                table = validate(raw or {}, config_file)
+            s = build_settings(table, config_file, self.cli)
+            self._by_config[config_file] = s
+        return s
+
+    def for_dir(self, directory: str) -> Settings:
+        if self.config_path is not None:
+            return self._fixed
+        d = os.path.abspath(directory)
+        s = self._by_dir.get(d)
+        if s is None:
+            s = self._settings_for_config(find_config(d))
+            self._by_dir[d] = s
+        return s
+
+    def for_file(self, path: str) -> Settings:
+        return self.for_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def show_settings(settings: Settings) -> str:
+    """``reflint check --show-settings``: the resolved settings, one per line."""
+    lines = [
+        f"config-file = {settings.config_file or '(none: defaults)'}",
+        f"root = {settings.root}",
+        f"select = [{', '.join(sorted(settings.select))}]",
+        f"target-jax-version = {'.'.join(map(str, settings.target_jax_version))}",
+        f"exclude = [{', '.join(settings.exclude)}]",
+        f"extend-exclude = [{', '.join(settings.extend_exclude)}]",
+        "per-file-ignores = {" + ", ".join(f"{p!r}: [{', '.join(sorted(c))}]"
+                                           for p, c in settings.per_file_ignores) + "}",
+        f"unsafe-fixes = {str(settings.unsafe_fixes).lower()}",
+    ]
+    return "\n".join(lines) + "\n"

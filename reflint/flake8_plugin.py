@@ -1,0 +1,55 @@
+"""flake8 plugin: reflint's analysis and rules, reported through flake8 (code prefix REF).
+
+There is no second implementation: the plugin joins the lines flake8 read, runs
+``reflint.engine.lint_source`` on them with the settings ``reflint check`` would use for the
+file (the nearest ``[tool.reflint]``), and yields flake8's tuples. flake8 then applies its own
+selection (``--select``, ``extend-select``, ``per-file-ignores``) and ``# noqa`` handling.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from . import __version__
+from .config import Resolver
+from .engine import lint_source
+
+_RESOLVER = None
+
+
+def _settings_for(filename: str):
+    global _RESOLVER
+    if _RESOLVER is None:
+        _RESOLVER = Resolver()
+    if filename in ("stdin", "-", "") or not os.path.exists(filename):
+        base = os.path.dirname(os.path.abspath(filename)) if filename not in ("stdin", "-", "") \
+            else os.getcwd()
+        return _RESOLVER.for_dir(base if os.path.isdir(base) else os.getcwd())
+    return _RESOLVER.for_file(filename)
+
+
+class Flake8Plugin:
+    """Registered as ``REF = "reflint.flake8_plugin:Flake8Plugin"`` (flake8.extension)."""
+
+    name = "reflint"
+    version = __version__
+
+    def __init__(self, tree, lines, filename):
+        # ``tree`` is requested so that flake8 runs this as a tree plugin (once per file);
+        # the analysis works on the source text through libcst.
+        self.lines = lines
+        self.filename = filename
+
+    def run(self) -> Iterator[tuple]:
+        source = "".join(self.lines)
+        settings = _settings_for(self.filename)
+        try:
+            result = lint_source(source, self.filename, settings)
+        except Exception as e:  # noqa: BLE001 - as `reflint check`: report, do not crash
+            yield 1, 0, (f"REF900 internal error while checking this file: "
+                         f"{type(e).__name__}: {e}"), type(self)
+            return
+        for d in result.diagnostics:
+            # flake8 columns are 0-based in the tuple; flake8 adds 1 when printing.
+            yield d.line, d.column - 1, f"{d.code} {d.message}", type(self)
