@@ -36,6 +36,7 @@ from reflint.runtime.errors import (
     FreezeOutsideCreationScope,
     MappedWriteToClosedOverRef,
     RedundantDonation,
+    UnavailableJaxApi,
     RefClosedOverAndPassed,
     RefError,
     RefOfRef,
@@ -64,6 +65,8 @@ NOT_ENFORCEABLE: dict[str, str] = {
               "function also returns an Array (JAX >= 0.8 then fails at compile time, which "
               "is translated); the redundant-but-working case cannot be told apart at run "
               "time without rejecting valid programs.",
+    "REF015": "unavailable-jax-api is about the JAX version the code targets, not the one "
+              "installed: the installed JAX simply has the name or raises AttributeError.",
 }
 
 #: Codes whose check is added by reflint (JAX does not raise, or raises an internal error).
@@ -80,4 +83,5 @@ __all__ = [
     "FreezeOutsideCreationScope", "MappedWriteToClosedOverRef", "RematOfImpureFunction",
     "RefUsedAsArray", "DifferentiatedValueWrittenToRef", "RefOfRef", "UseAfterFreeze",
     "CustomVjpFwdForeignRef", "TracedStateLeak", "ArrayItemAssignment", "RedundantDonation",
+    "UnavailableJaxApi",
 ]

@@ -79,13 +79,15 @@ ArrayItemAssignment = _make(
     "REF013", "ArrayItemAssignment", "Item assignment on an immutable jax.Array.")
 RedundantDonation = _make(
     "REF014", "RedundantDonation", "donate_argnums covers a ref argument (refs are always donated).")
+UnavailableJaxApi = _make(
+    "REF015", "UnavailableJaxApi", "A Ref API name that the target JAX version does not have.")
 
 ERROR_CLASSES: dict[str, type[RefError]] = {
     c.code: c for c in (
         RefReturned, RefPassedTwice, RefClosedOverAndPassed, FreezeOutsideCreationScope,
         MappedWriteToClosedOverRef, RematOfImpureFunction, RefUsedAsArray,
         DifferentiatedValueWrittenToRef, RefOfRef, UseAfterFreeze, CustomVjpFwdForeignRef,
-        TracedStateLeak, ArrayItemAssignment, RedundantDonation)
+        TracedStateLeak, ArrayItemAssignment, RedundantDonation, UnavailableJaxApi)
 }
 
 # (code, compiled pattern, advice) — the first match wins, so specific patterns come first.
