@@ -1271,6 +1271,9 @@ class ModuleAnalysis:
                                            init_arg[0].value if init_arg else None,
                                            init_value, kind))
             return ref
+        if kind == "to_refs":
+            # A pytree (e.g. an NNX module) holding refs: one ref identity for the whole tree.
+            return RefVal(key=("new", id(node)), origin="nnx", node=node, scope=self._func)
         if kind == api.FREEZE:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):

@@ -100,6 +100,8 @@ _TABLE: dict[str, tuple[str, ...]] = {
                     "jax._src.pallas.mosaic.pipeline.emit_pipeline"),
     STOP_GRADIENT: ("jax.lax.stop_gradient", "jax._src.lax.lax.stop_gradient"),
     PARTIAL: ("functools.partial",),
+    # Flax NNX: a module/state whose arrays were turned into refs.
+    "to_refs": ("flax.nnx.to_refs", "flax.nnx.variablelib.to_refs", "flax.nnx.graphlib.to_refs"),
 }
 
 _LAX_MODULES = (

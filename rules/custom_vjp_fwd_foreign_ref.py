@@ -3,7 +3,7 @@ from __future__ import annotations
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
-from ._common import where_from
+from ._common import REF_EVIDENCE, where_from
 
 
 class CustomVjpFwdForeignRef(Rule):
@@ -76,7 +76,7 @@ class CustomVjpFwdForeignRef(Rule):
 
     code = "REF011"
     name = "custom-vjp-fwd-foreign-ref"
-    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b"
+    triggers = REF_EVIDENCE
 
     def check(self, analysis):
         old = analysis.settings.target_jax_version < (0, 7, 2)

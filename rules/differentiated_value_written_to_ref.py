@@ -7,7 +7,7 @@ from reflint.diagnostics import UNSAFE, Edit, Fix
 from reflint.rule import Finding, Rule
 from reflint.taint import differentiation
 
-from ._common import module_spelling, ref_name
+from ._common import REF_EVIDENCE, module_spelling, ref_name
 
 TRANSFORM_WORDS = {
     api.GRAD: "jax.grad", api.VALUE_AND_GRAD: "jax.value_and_grad", api.JACREV: "jax.jacrev",
@@ -89,7 +89,7 @@ class DifferentiatedValueWrittenToRef(Rule):
     code = "REF008"
     name = "differentiated-value-written-to-ref"
     fixable = UNSAFE
-    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b"
+    triggers = REF_EVIDENCE
 
     def check(self, analysis):
         for w in differentiation(analysis).writes:

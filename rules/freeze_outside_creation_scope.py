@@ -3,7 +3,7 @@ from __future__ import annotations
 from reflint import api
 from reflint.rule import Finding, Rule
 
-from ._common import ref_name, role_word
+from ._common import REF_EVIDENCE, ref_name, role_word
 
 # Traces across which freezing an outer ref fails (measured). vmap, grad and an eager
 # custom_vjp accept it, so they are not reported.
@@ -79,7 +79,7 @@ class FreezeOutsideCreationScope(Rule):
 
     code = "REF004"
     name = "freeze-outside-creation-scope"
-    triggers = r"freeze"
+    triggers = REF_EVIDENCE
 
     def check(self, analysis):
         for fr in analysis.freezes:

@@ -6,7 +6,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import FuncVal
 
-from ._common import ref_name, role_word
+from ._common import REF_EVIDENCE, ref_name, role_word
 
 _MAP_ORDER = (api.VMAP, api.PMAP, api.SHARD_MAP)
 
@@ -89,7 +89,7 @@ class MappedWriteToClosedOverRef(Rule):
 
     code = "REF005"
     name = "mapped-write-to-closed-over-ref"
-    triggers = r"vmap|pmap|shard_map"
+    triggers = REF_EVIDENCE
 
     def check(self, analysis):
         mapped = [f for f in analysis.traced_functions() if f.role_kinds() & api.MAP_TRANSFORMS]

@@ -4,7 +4,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
-from ._common import role_word, where_from
+from ._common import REF_EVIDENCE, role_word, where_from
 
 CALL_KINDS = (api.JIT, api.PMAP, api.CUSTOM_VJP, api.SCAN, api.COND, api.SWITCH,
               api.WHILE_LOOP, api.FORI_LOOP, api.MAP)
@@ -70,7 +70,7 @@ class RefClosedOverAndPassed(Rule):
 
     code = "REF003"
     name = "ref-closed-over-and-passed"
-    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b"
+    triggers = REF_EVIDENCE
 
     def check(self, analysis):
         for call in analysis.traced_calls:

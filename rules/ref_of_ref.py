@@ -5,7 +5,7 @@ import libcst as cst
 from reflint.rule import Finding, Rule
 from reflint.values import RefVal
 
-from ._common import ref_name, where_from
+from ._common import REF_EVIDENCE, ref_name, where_from
 
 
 class RefOfRef(Rule):
@@ -61,7 +61,7 @@ class RefOfRef(Rule):
 
     code = "REF009"
     name = "ref-of-ref"
-    triggers = r"new_ref|empty_ref|array_ref|mutable_array"
+    triggers = REF_EVIDENCE
 
     def check(self, analysis):
         traced = analysis.is_traced

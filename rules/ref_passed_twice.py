@@ -4,7 +4,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
-from ._common import where_from
+from ._common import REF_EVIDENCE, where_from
 
 CALL_KINDS = {
     api.JIT: "a jit-compiled function", api.VMAP: "a vmapped function",
@@ -76,7 +76,7 @@ class RefPassedTwice(Rule):
 
     code = "REF002"
     name = "ref-passed-twice"
-    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b"
+    triggers = REF_EVIDENCE
 
     def check(self, analysis):
         for call in analysis.traced_calls:

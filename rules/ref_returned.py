@@ -4,7 +4,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
-from ._common import ref_name, role_word, where_from
+from ._common import REF_EVIDENCE, ref_name, role_word, where_from
 
 # Roles whose outputs may not contain refs.
 RETURN_ROLES = (api.JIT, api.SCAN, api.COND, api.SWITCH, "while_body", "fori", api.MAP,
@@ -73,7 +73,7 @@ class RefReturned(Rule):
 
     code = "REF001"
     name = "ref-returned"
-    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b|pallas"
+    triggers = REF_EVIDENCE
 
     def check(self, analysis):
         old = analysis.settings.target_jax_version < (0, 7, 2)

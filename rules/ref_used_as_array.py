@@ -3,7 +3,7 @@ from __future__ import annotations
 from reflint.diagnostics import SAFE, UNSAFE
 from reflint.rule import Finding, Rule
 
-from ._common import read_fix_factory, ref_name, where_from
+from ._common import REF_EVIDENCE, read_fix_factory, ref_name, where_from
 
 
 class RefUsedAsArray(Rule):
@@ -74,10 +74,12 @@ class RefUsedAsArray(Rule):
     code = "REF007"
     name = "ref-used-as-array"
     fixable = SAFE
-    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b|pallas"
+    triggers = REF_EVIDENCE
 
     def check(self, analysis):
         for use in analysis.ref_uses:
+            if use.ref.origin == "nnx":  # a module holding refs, not a ref itself
+                continue
             name = ref_name(analysis, use.expr, use.ref)
             origin = where_from(analysis, use.ref)
             if use.kind == "binop":

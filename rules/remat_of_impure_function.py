@@ -5,7 +5,7 @@ import libcst as cst
 from reflint import api
 from reflint.rule import Finding, Rule
 
-from ._common import ref_name
+from ._common import REF_EVIDENCE, ref_name
 
 NO_REMAT_KIND = "no_grad_no_remat"
 
@@ -85,7 +85,7 @@ class RematOfImpureFunction(Rule):
 
     code = "REF006"
     name = "remat-of-impure-function"
-    triggers = r"checkpoint|remat"
+    triggers = REF_EVIDENCE
 
     def check(self, analysis):
         writes = [a for a in analysis.accesses if a.is_write]

@@ -6,7 +6,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import QN
 
-from ._common import parents_of
+from ._common import REF_EVIDENCE, parents_of
 
 # Attributes that only describe the ref: harmless after freeze.
 METADATA_ATTRIBUTES = frozenset({
@@ -86,7 +86,7 @@ class UseAfterFreeze(Rule):
 
     code = "REF010"
     name = "use-after-freeze"
-    triggers = r"freeze"
+    triggers = REF_EVIDENCE
 
     def check(self, analysis):
         if not analysis.after_freeze:
