@@ -1237,8 +1237,9 @@ class ModuleAnalysis:
         fv = self._eval(node.func, state)
         args = self._eval_args(node, state)
         if type(node.func) is cst.Attribute and node.func.attr.value in MUTATING_METHODS:
-            self.mutating_calls.append((node, self._values.get(id(node.func.value)),
-                                        node.func.attr.value, self._func))
+            receiver = self._values.get(id(node.func.value))
+            if not isinstance(receiver, (QN, RefVal, FuncVal, ClassVal)):
+                self.mutating_calls.append((node, receiver, node.func.attr.value, self._func))
         if isinstance(fv, QN):
             return self._call_qn(node, fv.qualname, args, state)
         if isinstance(fv, FuncVal):
