@@ -13,8 +13,8 @@ from ._common import role_word
 LEAK_KINDS = (api.JIT, api.PMAP, api.SHARD_MAP, api.VMAP, api.SCAN, "while_body", "while_cond",
               "fori", api.COND, api.SWITCH, api.MAP, "pallas_kernel")
 # Container methods that store their argument(s).
-STORE_METHODS = frozenset({"append", "extend", "insert", "update", "add", "setdefault",
-                           "appendleft", "extendleft"})
+STORE_METHODS = frozenset({"append", "extend", "insert", "update", "add", "appendleft",
+                           "extendleft"})
 
 
 class TracedStateLeak(Rule):
@@ -27,8 +27,9 @@ class TracedStateLeak(Rule):
 
     - item assignment on a global or closed-over list, dict or set (`cache["k"] = x`,
       `counts[0] += 1`);
-    - `.append`, `.extend`, `.insert`, `.update`, `.add`, `.setdefault` of a value computed in
-      the traced function onto such a container (`history.append(x)`);
+    - `.append`, `.extend`, `.insert`, `.update`, `.add` of a value computed in the traced
+      function (an expression using one of its parameters or local variables, or a JAX Array)
+      onto such a container (`history.append(x)`);
     - attribute assignment on a global or closed-over instance of a class defined in the
       module (`state.count += 1`);
     - `self.attr = ...` in a method that is itself traced (e.g. decorated with
@@ -85,8 +86,9 @@ class TracedStateLeak(Rule):
     instances it can see being created in the module; objects of unknown type (from other
     modules or unknown calls) are never reported, since their methods may be pure. Mutation of
     objects created inside the traced function, of parameters, and of Refs is not reported.
-    Trace-time bookkeeping done on purpose (counting traces in a test) is reported too:
-    suppress it with `# noqa: REF012`. Rebinding a `global`/`nonlocal` name is not reported.
+    A container that the function also tests with `in` or reads with `.get` is taken for a
+    trace-time memo cache and not reported. Other trace-time bookkeeping done on purpose
+    (counting traces in a test) is reported: suppress it with `# noqa: REF012`. Rebinding a `global`/`nonlocal` name is not reported.
     Under `grad`, `checkpoint` or `custom_vjp` alone the function is traced on every call, so
     nothing is reported there.
 
@@ -106,7 +108,7 @@ class TracedStateLeak(Rule):
     name = "traced-state-leak"
     fixable = ""
     triggers = (r"\A(?=[\s\S]*?(?:jit|vmap|pmap|shard_map|lax|pallas))"
-                r"[\s\S]*?(?:\.(?:append|extend|insert|update|add|setdefault|appendleft|extendleft)"
+                r"[\s\S]*?(?:\.(?:append|extend|insert|update|add|appendleft|extendleft)"
                 r"\s*\(|(?:\]|\.\w+)\s*(?:[-+*/%&|^@]|\*\*|//|<<|>>)?=(?!=))")
 
     def check(self, analysis):
@@ -138,7 +140,7 @@ class TracedStateLeak(Rule):
                                   f"leaks a tracer if the value is traced. Hold this state in a "
                                   f"Ref: "
                                   f"`self.{attr} = jax.new_ref(...)` in `__init__` and "
-                                  f"`self.{attr}[...] = ...` here")
+                                  f"`self.{attr}[...] {_op(stmt)}` here")
                     continue
                 scope = analysis.free_name_scope(obj, func)
                 if scope is None or _same_trace(analysis, scope, func):
@@ -152,7 +154,7 @@ class TracedStateLeak(Rule):
                               f"{_every(_own_leak_kind(func) or kind)}, and leaks a tracer "
                               f"if the value is traced. Hold this state in a Ref: "
                               f"`{obj}.{attr} = jax.new_ref(...)` outside and "
-                              f"`{obj}.{attr}[...] = ...` here")
+                              f"`{obj}.{attr}[...] {_op(stmt)}` here")
         for call, recv, method, func in analysis.mutating_calls:
             if method not in STORE_METHODS:
                 continue
@@ -242,7 +244,30 @@ def _outer_container_scope(analysis, name, func):
         return None
     if not analysis.is_python_container(name, scope):
         return None
+    if _is_memo(func, name):
+        return None
     return scope
+
+
+def _is_memo(func, name) -> bool:
+    """The function tests membership in the container (`if key not in cache:`) or reads it
+    with `.get`: a trace-time memo cache, kept on purpose (as JAX's own code does)."""
+    found = [False]
+
+    class V(cst.CSTVisitor):
+        def visit_ComparisonTarget(self, node):
+            if isinstance(node.operator, (cst.In, cst.NotIn)) and \
+                    isinstance(node.comparator, cst.Name) and node.comparator.value == name:
+                found[0] = True
+
+        def visit_Call(self, node):
+            f = node.func
+            if isinstance(f, cst.Attribute) and f.attr.value in ("get", "setdefault") and \
+                    isinstance(f.value, cst.Name) and f.value.value == name:
+                found[0] = True
+
+    func.node.visit(V())
+    return found[0]
 
 
 def _attribute_targets(stmt, attr):
