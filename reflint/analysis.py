@@ -32,7 +32,16 @@ from .values import (
 )
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+# Methods that mutate Python containers in place (recorded in ``mutating_calls``).
+MUTATING_METHODS = frozenset({
+    "append", "extend", "insert", "update", "add", "setdefault", "appendleft", "extendleft",
+    "pop", "popitem", "remove", "discard", "clear",
+})
 MAX_ROUNDS = 4
+_CONTAINER_CONSTRUCTORS = frozenset({
+    "builtins.list", "builtins.dict", "builtins.set", "collections.defaultdict",
+    "collections.OrderedDict", "collections.deque", "collections.Counter",
+})
 
 
 # --------------------------------------------------------------------------------------------
@@ -410,6 +419,159 @@ class ModuleAnalysis:
                 return None
             out.extend(found)
         return out or None
+
+    def free_name_scope(self, name: str, info: FunctionInfo) -> Optional[FunctionInfo]:
+        """The scope (module or enclosing function) that a name used in ``info`` resolves to
+        when it is not local to ``info``: None when it is local (a parameter or bound in
+        ``info`` without ``global``/``nonlocal``) or unresolved (a builtin, a star import)."""
+        if info.is_module:
+            return None
+        decl = self._declarations(info)
+        if name in decl:
+            if decl[name] == "global":
+                return self.module_info
+            scope = info.parent
+        else:
+            if name in info.summary or info.param(name) is not None:
+                return None
+            scope = info.parent
+        while scope is not None:
+            if scope.is_module:
+                return scope if name in scope.summary else None
+            if name in scope.summary and self._declarations(scope).get(name) is None:
+                return scope
+            scope = scope.parent
+        return None
+
+    def is_python_container(self, name: str, scope: FunctionInfo) -> bool:
+        """True if every binding of ``name`` directly in ``scope`` binds a new Python list,
+        dict or set (a display, a comprehension, ``list()``/``dict()``/``set()`` or a
+        ``collections`` constructor), and there is at least one."""
+        key = (id(scope), name)
+        cache = self.__dict__.setdefault("_container_cache", {})
+        if key not in cache:
+            cache[key] = self._container_check(name, scope)
+        return cache[key]
+
+    def _container_check(self, name: str, scope: FunctionInfo) -> bool:
+        if scope.param(name) is not None:
+            return False
+        body = scope.node.body if scope.is_module else getattr(scope.node.body, "body", None)
+        if not isinstance(body, (list, tuple)):
+            return False
+        values: list = []
+        bad = [False]
+
+        def target_names(t):
+            if isinstance(t, cst.Name):
+                yield t.value
+            elif isinstance(t, (cst.Tuple, cst.List)):
+                for e in t.elements:
+                    yield from target_names(e.value)
+            elif isinstance(t, cst.StarredElement):
+                yield from target_names(t.value)
+
+        analysis = self
+
+        class V(cst.CSTVisitor):
+            def visit_FunctionDef(self, node):
+                if node.name.value == name:
+                    bad[0] = True
+                return False
+
+            def visit_ClassDef(self, node):
+                if node.name.value == name:
+                    bad[0] = True
+                return False
+
+            def visit_Lambda(self, node):
+                return False
+
+            def visit_Assign(self, node):
+                for t in node.targets:
+                    if isinstance(t.target, cst.Name) and t.target.value == name:
+                        values.append(node.value)
+                    elif name in target_names(t.target):
+                        bad[0] = True
+
+            def visit_AnnAssign(self, node):
+                if isinstance(node.target, cst.Name) and node.target.value == name and \
+                        node.value is not None:
+                    values.append(node.value)
+
+            def visit_AugAssign(self, node):
+                if isinstance(node.target, cst.Name) and node.target.value == name:
+                    bad[0] = True
+
+            def visit_For(self, node):
+                if name in target_names(node.target):
+                    bad[0] = True
+
+            def visit_WithItem(self, node):
+                if node.asname is not None and name in target_names(node.asname.name):
+                    bad[0] = True
+
+            def visit_NamedExpr(self, node):
+                if name in target_names(node.target):
+                    bad[0] = True
+
+            def visit_ImportAlias(self, node):
+                bound = _as_name(node.asname) if node.asname else _dotted(node.name)
+                if bound and bound.split(".")[0] == name:
+                    bad[0] = True
+
+            def visit_Global(self, node):
+                if any(n.name.value == name for n in node.names):
+                    bad[0] = True
+
+            def visit_Nonlocal(self, node):
+                self.visit_Global(node)
+
+        for stmt in body:
+            stmt.visit(V())
+        if bad[0] or not values:
+            return False
+        return all(analysis._is_container_expr(v) for v in values)
+
+    def _is_container_expr(self, expr) -> bool:
+        if isinstance(expr, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp,
+                             cst.SetComp)):
+            return True
+        if isinstance(expr, cst.Call):
+            fv = self._values.get(id(expr.func))
+            if isinstance(fv, QN):
+                return fv.qualname in _CONTAINER_CONSTRUCTORS
+        return False
+
+    def _declarations(self, info: FunctionInfo) -> dict:
+        """Names declared ``global`` / ``nonlocal`` directly in a function (cached)."""
+        cache = self.__dict__.setdefault("_decl_cache", {})
+        out = cache.get(id(info))
+        if out is None:
+            out = {}
+
+            class V(cst.CSTVisitor):
+                def visit_FunctionDef(self, node):
+                    return node is info.node
+
+                def visit_ClassDef(self, node):
+                    return False
+
+                def visit_Lambda(self, node):
+                    return False
+
+                def visit_Global(self, node):
+                    for n in node.names:
+                        out[n.name.value] = "global"
+
+                def visit_Nonlocal(self, node):
+                    for n in node.names:
+                        out[n.name.value] = "nonlocal"
+
+            if isinstance(info.node, cst.FunctionDef):
+                info.node.visit(V())
+            cache[id(info)] = out
+        return out
 
     def description(self, ref: RefVal) -> str:
         """Where a ref comes from, for messages."""
@@ -1220,6 +1382,10 @@ class ModuleAnalysis:
     def _eval_call(self, node: cst.Call, state: _State) -> Optional[Value]:
         fv = self._eval(node.func, state)
         args = self._eval_args(node, state)
+        if type(node.func) is cst.Attribute and node.func.attr.value in MUTATING_METHODS:
+            receiver = self._values.get(id(node.func.value))
+            if not isinstance(receiver, (QN, RefVal, FuncVal, ClassVal)):
+                self.mutating_calls.append((node, receiver, node.func.attr.value, self._func))
         if isinstance(fv, QN):
             return self._call_qn(node, fv.qualname, args, state)
         if isinstance(fv, FuncVal):

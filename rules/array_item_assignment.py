@@ -1,0 +1,408 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from reflint import api
+from reflint.diagnostics import SAFE, UNSAFE, Edit, Fix
+from reflint.rule import Finding, Rule
+from reflint.values import ArrayVal, QN
+
+# jax functions that return Python lists/tuples of arrays (item assignment on a list is fine).
+_NOT_ARRAYS = frozenset({
+    "meshgrid", "split", "array_split", "hsplit", "vsplit", "dsplit", "broadcast_arrays",
+    "unstack", "nonzero", "where", "histogram", "histogram2d", "histogramdd", "unravel_index",
+    "indices", "diag_indices", "tril_indices", "triu_indices", "mask_indices", "shape",
+    "tril_indices_from", "triu_indices_from", "diag_indices_from", "ix_", "divmod", "frexp",
+    "modf", "unique", "unique_all", "unique_counts", "unique_inverse", "eigh", "eig", "svd",
+    "qr", "slogdet", "lu", "lu_factor", "polyfit", "sort_key_val", "top_k", "approx_max_k",
+    "approx_min_k", "scan", "while_loop", "fori_loop", "cond", "switch", "map",
+    "associative_scan", "reduce", "sort", "all_gather", "psum", "pmean", "pmax", "pmin",
+    "ppermute", "optimization_barrier", "broadcast_shapes", "dtype", "iinfo", "finfo",
+    "result_type", "promote_types", "linear_solve", "custom_root", "custom_linear_solve",
+    "key_data", "split_key", "initializers",
+})
+# Augmented operators with a direct .at[] method.
+_AT_METHOD = {cst.AddAssign: "add", cst.MultiplyAssign: "multiply", cst.DivideAssign: "divide",
+              cst.PowerAssign: "power", cst.SubtractAssign: "add"}
+_ATOMIC = (cst.Name, cst.Attribute, cst.Subscript, cst.Call, cst.Integer, cst.Float,
+           cst.Imaginary, cst.SimpleString)
+
+
+class ArrayItemAssignment(Rule):
+    """Item assignment on a JAX Array, which is immutable.
+
+    ## What it does
+    Reports `x[i] = v` and `x[i] op= v` (any augmented operator) where `x` is a JAX Array: the
+    result of a `jax.numpy`, `jax.lax`, `jax.random`, `jax.nn` or `jax.scipy` call, of
+    arithmetic on one, or the value read from a Ref (`x = x_ref[...]`). It also reports it on a
+    parameter of a traced function (`jit`, `vmap`, a `lax.scan`/`fori_loop`/`while_loop`
+    body...) when every call in the module passes it an Array: inside the trace the parameter
+    is a tracer. NumPy arrays are not reported.
+
+    ## Why is this bad?
+    JAX arrays are immutable: item assignment raises `TypeError` at run time, inside `jit` or
+    not. The functional update `x = x.at[i].set(v)` builds the new array (in place under
+    `jit` when `x` is not used afterwards). When `x` is state that must be updated in place and
+    seen by others, keep it in a Ref instead: `x_ref = jax.new_ref(x)`, then `x_ref[i] = v`.
+
+    ## Example
+    ```python
+    import jax.numpy as jnp
+
+    x = jnp.zeros(3)
+    x[0] = 1.0
+    ```
+
+    ## Use instead
+    ```python
+    import jax.numpy as jnp
+
+    x = jnp.zeros(3)
+    x = x.at[0].set(1.0)
+    ```
+
+    ## Fix safety
+    For a statement `name[idx] = v` the fix rewrites it to `name = name.at[idx].set(v)`; `+=`,
+    `-=`, `*=`, `/=`, `**=` become `.add(v)`, `.add(-v)`, `.multiply(v)`, `.divide(v)`,
+    `.power(v)`. Other operators (`//=`, `%=`, `@=`, bit operators) get no fix. The fix is safe
+    when `name` is a local variable that nothing else can see: the original code always
+    raises. It is unsafe when the array may be aliased (a parameter, or a name whose value was
+    passed, returned or bound to another name before the write): in-place semantics would have
+    updated the other holders too, the rebinding does not. No fix is offered when `name` is a
+    global or closed-over name, since assigning it would make it local.
+
+    ## Known limits
+    Only arrays the analysis can see are reported: values of unknown calls and parameters of
+    functions that are not traced or called with other values are not. `x[i] = v` on a list
+    of arrays returned by `jnp.split`/`jnp.meshgrid` is not reported.
+
+    ## JAX versions
+    The same in every version (0.7.1–0.10.2): item assignment raises `TypeError`.
+
+    ## Runtime message
+    `TypeError: JAX arrays are immutable and do not support in-place item assignment. Instead of
+    x[idx] = y, use x = x.at[idx].set(y) or another .at[] method:
+    https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html`
+    """
+
+    code = "REF013"
+    name = "array-item-assignment"
+    fixable = SAFE
+    triggers = (r"\A(?=[\s\S]*?jax)(?=[\s\S]*?(?:numpy|lax|random|\bnn\b|scipy|[rR]ef|freeze|"
+                r"pallas|mutable_array))[\s\S]*?\][ \t]*(?:[-+*/%&|^@]|\*\*|//|<<|>>)?=(?!=)")
+
+    def check(self, analysis):
+        for stmt, base, value_expr, func, target in analysis.item_writes:
+            why = _array_reason(analysis, base, target.value, func)
+            if why is None:
+                continue
+            text = analysis.module.code_for_node(target.value).strip()
+            if len(text) > 40 or "\n" in text:
+                text = "the array"
+            if isinstance(stmt, cst.AugAssign):
+                op = analysis.module.code_for_node(stmt.operator).strip()
+                meth = _AT_METHOD.get(type(stmt.operator))
+                suggestion = f"`.at[...].{meth}(...)`" if meth else "an `.at[...]` update"
+                if isinstance(stmt.operator, cst.SubtractAssign):
+                    suggestion = "`.at[...].add(-(...))`"
+            else:
+                op = "="
+                suggestion = "`.at[...].set(...)`"
+            msg = (f"`{text}` is a JAX Array ({why}); JAX arrays are immutable, so "
+                   f"`{text}[...] {op} ...` raises TypeError. Use {suggestion} and rebind the "
+                   f"name, or keep the array in a Ref (`jax.new_ref`) if it is state updated "
+                   f"in place")
+            yield Finding(stmt if _is_whole_statement(stmt, target) else target, msg,
+                          fix=_fix_factory(stmt, target, func, why))
+
+
+_META = frozenset({"shape", "dtype", "iinfo", "finfo", "result_type", "promote_types",
+                   "broadcast_shapes", "initializers", "key_data", "split_key"})
+
+
+def _array_reason(analysis, base, expr, func):
+    if isinstance(base, ArrayVal):
+        if not _true_array(analysis, base.node, 0):
+            return None
+        node = base.node
+        if isinstance(node, cst.Call):
+            return f"the result of {analysis.module.code_for_node(node.func).strip()}()"
+        if isinstance(node, cst.Subscript) and \
+                analysis.ref_of(node.value) is not None:
+            return "read from a Ref"
+        return "an Array expression"
+    if base is None and isinstance(expr, cst.Name):
+        return _traced_array_param(analysis, expr.value, func)
+    return None
+
+
+_ARRAY_APIS = frozenset({api.FREEZE, api.REF_GET, api.REF_SWAP, api.STOP_GRADIENT})
+
+
+def _qn_short(analysis, call):
+    fv = analysis.value_of(call.func)
+    if not isinstance(fv, QN):
+        return None
+    canon = api.canonical(fv.qualname)
+    if canon is not None:
+        return fv.qualname if canon in _ARRAY_APIS else None
+    return fv.qualname
+
+
+def _true_array(analysis, node, depth, element=False) -> bool:
+    """The ArrayVal made at ``node`` is really a JAX Array (not a list/tuple of arrays).
+    ``element``: the value is indexed once (an element of a list of arrays is an array)."""
+    if node is None or depth > 20:
+        return False
+    if isinstance(node, cst.Call):
+        qn = _qn_short(analysis, node)
+        if qn is None:
+            return False
+        short = qn.rsplit(".", 1)[-1]
+        if short in _META:
+            return False
+        if short in _NOT_ARRAYS or ".linalg." in qn:
+            return element
+        return True
+    if isinstance(node, cst.Subscript):
+        if analysis.ref_of(node.value) is not None:
+            return True
+        inner = analysis.value_of(node.value)
+        return isinstance(inner, ArrayVal) and _true_array(analysis, inner.node, depth + 1,
+                                                           element=True)
+    if isinstance(node, cst.BinaryOperation):
+        for side in (node.left, node.right):
+            v = analysis.value_of(side)
+            if isinstance(v, ArrayVal) and _true_array(analysis, v.node, depth + 1):
+                return True
+        return False
+    if isinstance(node, cst.UnaryOperation):
+        v = analysis.value_of(node.expression)
+        return isinstance(v, ArrayVal) and _true_array(analysis, v.node, depth + 1)
+    return False
+
+
+def _traced_array_param(analysis, name, func):
+    """A parameter of a traced function that every known call binds to a JAX Array."""
+    if func is None or func.is_module or not func.roles:
+        return None
+    p = func.param(name)
+    if p is None or p.kind not in ("pos", "posonly", "kwonly"):
+        return None
+    if _rebinds(func, name):
+        return None
+    bindings = []
+    for call in analysis.traced_calls:
+        if func in call.targets:
+            b = call.bindings.get(id(func))
+            if b is None:
+                return None
+            bindings.append(b)
+    for call in analysis.plain_calls:
+        if call.callee is func:
+            return None
+    if not bindings or len(bindings) != len(func.callers):
+        return None
+    for role in func.roles.values():
+        t = role.transform
+        if t is not None and ("static_argnums" in t.kwargs or "static_argnames" in t.kwargs):
+            return None
+    for b in bindings:
+        binding = b.get(name)
+        if binding is None or not isinstance(binding.value, ArrayVal):
+            return None
+    return f"parameter `{name}` of traced `{func.name}` receives Arrays at every call"
+
+
+def _rebinds(func, name) -> bool:
+    """True if ``name`` is (re)bound anywhere in ``func`` besides being its parameter."""
+    found = [False]
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, node):
+            pass
+
+        def visit_AssignTarget(self, node):
+            if _binds(node.target, name):
+                found[0] = True
+
+        def visit_AnnAssign(self, node):
+            if _binds(node.target, name):
+                found[0] = True
+
+        def visit_AugAssign(self, node):
+            if _binds(node.target, name):
+                found[0] = True
+
+        def visit_For(self, node):
+            if _binds(node.target, name):
+                found[0] = True
+
+        def visit_CompFor(self, node):
+            if _binds(node.target, name):
+                found[0] = True
+
+        def visit_NamedExpr(self, node):
+            if _binds(node.target, name):
+                found[0] = True
+
+        def visit_AsName(self, node):
+            if _binds(node.name, name):
+                found[0] = True
+
+        def visit_Global(self, node):
+            found[0] = found[0] or any(n.name.value == name for n in node.names)
+
+        def visit_Nonlocal(self, node):
+            self.visit_Global(node)
+
+        def visit_Del(self, node):
+            found[0] = True
+
+    func.node.body.visit(V())
+    return found[0]
+
+
+def _binds(target, name) -> bool:
+    if isinstance(target, cst.Name):
+        return target.value == name
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_binds(e.value, name) for e in target.elements)
+    if isinstance(target, cst.StarredElement):
+        return _binds(target.value, name)
+    return False
+
+
+def _is_whole_statement(stmt, target) -> bool:
+    if isinstance(stmt, cst.AugAssign):
+        return stmt.target is target
+    if isinstance(stmt, cst.Assign):
+        return len(stmt.targets) == 1 and stmt.targets[0].target is target
+    return False
+
+
+def _fix_factory(stmt, target, func, why):
+    if not _is_whole_statement(stmt, target) or not isinstance(target.value, cst.Name):
+        return None
+    if isinstance(stmt, cst.AugAssign):
+        meth = _AT_METHOD.get(type(stmt.operator))
+        if meth is None:
+            return None
+        negate = isinstance(stmt.operator, cst.SubtractAssign)
+    else:
+        meth, negate = "set", False
+    name = target.value.value
+
+    def make(analysis):
+        if not _is_local(analysis, name, func):
+            return None
+        pos = analysis.position(stmt)
+        if pos is None:
+            return None
+        code = analysis.module.code_for_node
+        index = code(target)[len(code(target.value)):]
+        value = code(stmt.value)
+        if negate:
+            atomic = isinstance(stmt.value, _ATOMIC) and not stmt.value.lpar
+            value = f"-{value}" if atomic else f"-({value})"
+        new = f"{name} = {name}.at{index}.{meth}({value})"
+        line, col, end_line, end_col = pos
+        aliased = why.startswith("parameter") or _maybe_aliased(analysis, name, func, stmt)
+        return Fix(f"Rewrite as `{name} = {name}.at[...].{meth}(...)`",
+                   (Edit(line, col, end_line, end_col, new),), UNSAFE if aliased else SAFE)
+
+    return make
+
+
+def _is_local(analysis, name, func) -> bool:
+    if func is None or func.is_module:
+        return True
+    if analysis._declarations(func).get(name):
+        return False
+    return name in func.summary or func.param(name) is not None
+
+
+def _maybe_aliased(analysis, name, func, stmt) -> bool:
+    """A bare use of ``name`` (not ``name[...]``, ``name.attr`` or a rebinding) before the
+    write, or anywhere when the write is in a loop: the array may be held elsewhere too."""
+    scope_node = analysis.module if func is None or func.is_module else func.node.body
+    write_line = analysis.line_of(stmt) or 0
+    in_loop = [False]
+    uses = []
+
+    class V(cst.CSTVisitor):
+        depth = 0
+
+        def visit_For(self, node):
+            if _contains(node.body, stmt):
+                in_loop[0] = True
+
+        def visit_While(self, node):
+            if _contains(node.body, stmt):
+                in_loop[0] = True
+
+        def visit_Subscript(self, node):
+            if isinstance(node.value, cst.Name):
+                for el in node.slice:
+                    el.visit(self)
+                return False
+
+        def visit_Attribute(self, node):
+            if isinstance(node.value, cst.Name):
+                return False
+
+        def visit_AssignTarget(self, node):
+            if isinstance(node.target, cst.Name):
+                return False
+
+        def visit_AugAssign(self, node):
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                uses.append(node)
+
+        def visit_Name(self, node):
+            if node.value == name:
+                uses.append(node)
+
+        def visit_FunctionDef(self, node):
+            if func is None or func.is_module:
+                uses.extend(_names_in(node, name))
+                return False
+
+        def visit_ClassDef(self, node):
+            if func is None or func.is_module:
+                uses.extend(_names_in(node, name))
+                return False
+
+    scope_node.visit(V())
+    for u in uses:
+        if in_loop[0]:
+            return True
+        line = analysis.line_of(u) or 0
+        if line <= write_line:
+            return True
+    return False
+
+
+def _contains(tree, node) -> bool:
+    found = [False]
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n):
+            if n is node:
+                found[0] = True
+            return not found[0]
+
+    tree.visit(V())
+    return found[0]
+
+
+def _names_in(tree, name) -> list:
+    out = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n):
+            if n.value == name:
+                out.append(n)
+
+    tree.visit(V())
+    return out

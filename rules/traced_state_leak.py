@@ -1,0 +1,372 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from reflint import api
+from reflint.rule import Finding, Rule
+from reflint.values import ArrayVal, ClassVal, InstanceVal, QN
+
+from ._common import role_word
+
+# Trace kinds under which Python code runs once per trace (not per call, iteration or element)
+# and under which values are tracers. Plain grad/custom_vjp/checkpoint re-trace on every call.
+LEAK_KINDS = (api.JIT, api.PMAP, api.SHARD_MAP, api.VMAP, api.SCAN, "while_body", "while_cond",
+              "fori", api.COND, api.SWITCH, api.MAP, "pallas_kernel")
+# Container methods that store their argument(s).
+STORE_METHODS = frozenset({"append", "extend", "insert", "update", "add", "appendleft",
+                           "extendleft"})
+
+
+class TracedStateLeak(Rule):
+    """Python state outside a traced function is mutated inside it.
+
+    ## What it does
+    Reports, inside a function that JAX traces (`jit`, `vmap`, `pmap`, `shard_map`, a
+    `lax.scan`/`cond`/`switch`/`while_loop`/`fori_loop`/`map` body, a Pallas kernel, and the
+    local helpers they call), a mutation of Python state that outlives the trace:
+
+    - item assignment on a global or closed-over list, dict or set (`cache["k"] = x`,
+      `counts[0] += 1`);
+    - `.append`, `.extend`, `.insert`, `.update`, `.add` of a value computed in the traced
+      function (an expression using one of its parameters or local variables, or a JAX Array)
+      onto such a container (`history.append(x)`);
+    - attribute assignment on a global or closed-over instance of a class defined in the
+      module (`state.count += 1`);
+    - `self.attr = ...` in a method that is itself traced (e.g. decorated with
+      `@partial(jax.jit, static_argnums=0)`).
+
+    A container is reported only when every binding of its name in the defining scope is a
+    list/dict/set display or comprehension, `list()`/`dict()`/`set()` or a `collections`
+    constructor.
+
+    ## Why is this bad?
+    JAX runs the Python code of a traced function once, to record what it computes; later calls
+    reuse the compiled result. A Python side effect therefore happens once, at trace time, not
+    on every call (a jitted counter's `self.n += 1` counts to 1 and stays there), and in a
+    `scan` body once, not once per iteration. Worse, the value it stores is a tracer: using it
+    after the trace raises `UnexpectedTracerError`. State that must be updated on every call
+    belongs in a Ref, which JAX threads through the compiled function for you.
+
+    ## Example
+    ```python
+    from functools import partial
+
+    import jax
+
+
+    class Counter:
+        def __init__(self):
+            self.n = 0
+
+        @partial(jax.jit, static_argnums=0)
+        def count(self):
+            self.n += 1
+            return self.n
+    ```
+
+    ## Use instead
+    ```python
+    from functools import partial
+
+    import jax
+
+
+    class Counter:
+        def __init__(self):
+            self.n = jax.new_ref(0)
+
+        @partial(jax.jit, static_argnums=0)
+        def count(self):
+            self.n[...] += 1
+            return self.n[...]
+    ```
+
+    ## Known limits
+    Only functions the analysis knows are traced are checked, and only containers and
+    instances it can see being created in the module; objects of unknown type (from other
+    modules or unknown calls) are never reported, since their methods may be pure. Mutation of
+    objects created inside the traced function, of parameters, and of Refs is not reported.
+    A container that the function also tests with `in` or reads with `.get` is taken for a
+    trace-time memo cache and not reported. Other trace-time bookkeeping done on purpose
+    (counting traces in a test) is reported: suppress it with `# noqa: REF012`. Rebinding a `global`/`nonlocal` name is not reported.
+    Under `grad`, `checkpoint` or `custom_vjp` alone the function is traced on every call, so
+    nothing is reported there.
+
+    ## JAX versions
+    The same in every version: the mutation runs at trace time only. `UnexpectedTracerError`
+    is raised when a leaked tracer is used later (0.7.1–0.10.2). `jax.new_ref` exists from 0.7.2
+    (`jax.array_ref` in 0.7.1).
+
+    ## Runtime message
+    Nothing when the mutation happens. Using a leaked value later gives `UnexpectedTracerError:
+    Encountered an unexpected tracer. A function transformed by JAX had a side effect, allowing
+    for a reference to an intermediate value with type float32[] wrapped in a
+    DynamicJaxprTracer to escape the scope of the transformation.`
+    """
+
+    code = "REF012"
+    name = "traced-state-leak"
+    fixable = ""
+    triggers = (r"\A(?=[\s\S]*?(?:jit|vmap|pmap|shard_map|lax|pallas))"
+                r"[\s\S]*?(?:\.(?:append|extend|insert|update|add|appendleft|extendleft)"
+                r"\s*\(|(?:\]|\.\w+)\s*(?:[-+*/%&|^@]|\*\*|//|<<|>>)?=(?!=))")
+
+    def check(self, analysis):
+        for stmt, base, value_expr, func, target in analysis.item_writes:
+            kind = _leak_kind(analysis, func)
+            if kind is None or not isinstance(target.value, cst.Name):
+                continue
+            name = target.value.value
+            scope = _outer_container_scope(analysis, name, func)
+            if scope is None:
+                continue
+            where = "global" if scope.is_module else "closed-over"
+            op = _op(stmt)
+            yield Finding(target, f"`{name}[...] {op}` writes into the {where} Python container "
+                          f"`{name}` inside {_where(kind, func)}" + _tail(name, func, kind))
+        for stmt, base, attr, value, func in analysis.attribute_writes:
+            kind = _leak_kind(analysis, func)
+            if kind is None:
+                continue
+            for node in _attribute_targets(stmt, attr):
+                if not isinstance(node.value, cst.Name):
+                    continue
+                obj = node.value.value
+                if _is_self_of_traced_method(analysis, func, node.value):
+                    own = _own_leak_kind(func)
+                    yield Finding(node, f"`self.{attr} {_op(stmt)}` sets an attribute of `self` "
+                                  f"inside {_where(own, func, method=True)}; it runs once, when "
+                                  f"JAX traces `{func.name}`, not on every {_every(own)}, and "
+                                  f"leaks a tracer if the value is traced. Hold this state in a "
+                                  f"Ref: "
+                                  f"`self.{attr} = jax.new_ref(...)` in `__init__` and "
+                                  f"`self.{attr}[...] {_op(stmt)}` here")
+                    continue
+                scope = analysis.free_name_scope(obj, func)
+                if scope is None or _same_trace(analysis, scope, func):
+                    continue
+                if not _plain_local_instance(analysis, scope.summary.get(obj), attr):
+                    continue
+                where = "global" if scope.is_module else "closed-over"
+                yield Finding(node, f"`{obj}.{attr} {_op(stmt)}` sets an attribute of the {where} "
+                              f"object `{obj}` inside {_where(kind, func)}; it runs once, when "
+                              f"JAX traces `{func.name}`, not on every "
+                              f"{_every(_own_leak_kind(func) or kind)}, and leaks a tracer "
+                              f"if the value is traced. Hold this state in a Ref: "
+                              f"`{obj}.{attr} = jax.new_ref(...)` outside and "
+                              f"`{obj}.{attr}[...] {_op(stmt)}` here")
+        for call, recv, method, func in analysis.mutating_calls:
+            if method not in STORE_METHODS:
+                continue
+            kind = _leak_kind(analysis, func)
+            receiver = call.func.value
+            if kind is None or not isinstance(receiver, cst.Name):
+                continue
+            name = receiver.value
+            scope = _outer_container_scope(analysis, name, func)
+            if scope is None:
+                continue
+            if not any(_maybe_traced(analysis, a.value, func, scope) for a in call.args):
+                continue
+            where = "global" if scope.is_module else "closed-over"
+            yield Finding(call, f"`{name}.{method}(...)` stores a traced value into the {where} "
+                          f"Python container `{name}` inside {_where(kind, func)}"
+                          + _tail(name, func, kind))
+
+
+_EVERY = {api.SCAN: "iteration", "while_body": "iteration", "while_cond": "iteration",
+          "fori": "iteration", api.MAP: "iteration", api.VMAP: "batch element",
+          "pallas_kernel": "grid step"}
+
+
+def _every(kind) -> str:
+    return _EVERY.get(kind, "call")
+
+
+def _tail(name, func, kind) -> str:
+    kind = _own_leak_kind(func) or kind
+    return (f"; it runs once, when JAX traces `{func.name}`, not on every {_every(kind)}, and "
+            f"leaks a tracer if the value is traced. Hold this state in a Ref instead "
+            f"(`{name} = jax.new_ref(...)` outside, `{name}[...] = ...` inside) or return "
+            f"the value")
+
+
+def _op(stmt) -> str:
+    if isinstance(stmt, cst.AugAssign):
+        return analysis_op(stmt.operator)
+    return "= ..."
+
+
+def analysis_op(op) -> str:
+    from reflint.analysis import _op_text
+
+    return f"{_op_text(op)} ..."
+
+
+def _where(kind, func, method=False) -> str:
+    own = _own_leak_kind(func)
+    word = role_word(own or kind)
+    if own is not None:
+        noun = "method" if method else "function"
+        return f"{word.replace('function', noun)} `{func.name}`" if "function" in word \
+            else f"`{func.name}`, {word}"
+    return f"`{func.name}`, which runs inside {word}"
+
+
+def _own_leak_kind(func):
+    kinds = func.role_kinds()
+    return next((k for k in LEAK_KINDS if k in kinds), None)
+
+
+def _leak_kind(analysis, func):
+    if func is None or func.is_module or not analysis.is_traced(func):
+        return None
+    kinds = analysis.trace_kinds(func)
+    return next((k for k in LEAK_KINDS if k in kinds), None)
+
+
+def _same_trace(analysis, scope, func) -> bool:
+    """True if ``scope`` (where the object lives) is traced by the same trace as ``func``:
+    the object is then created inside the traced computation."""
+    if scope.is_module or not analysis.is_traced(scope):
+        return False
+    f = func
+    while f is not None and f is not scope:
+        if _own_leak_kind(f) is not None:
+            return False
+        f = f.parent
+    return True
+
+
+def _outer_container_scope(analysis, name, func):
+    scope = analysis.free_name_scope(name, func)
+    if scope is None or _same_trace(analysis, scope, func):
+        return None
+    if not analysis.is_python_container(name, scope):
+        return None
+    if _is_memo(func, name):
+        return None
+    return scope
+
+
+def _is_memo(func, name) -> bool:
+    """The function tests membership in the container (`if key not in cache:`) or reads it
+    with `.get`: a trace-time memo cache, kept on purpose (as JAX's own code does)."""
+    found = [False]
+
+    class V(cst.CSTVisitor):
+        def visit_ComparisonTarget(self, node):
+            if isinstance(node.operator, (cst.In, cst.NotIn)) and \
+                    isinstance(node.comparator, cst.Name) and node.comparator.value == name:
+                found[0] = True
+
+        def visit_Call(self, node):
+            f = node.func
+            if isinstance(f, cst.Attribute) and f.attr.value in ("get", "setdefault") and \
+                    isinstance(f.value, cst.Name) and f.value.value == name:
+                found[0] = True
+
+    func.node.visit(V())
+    return found[0]
+
+
+def _attribute_targets(stmt, attr):
+    if isinstance(stmt, (cst.AugAssign, cst.AnnAssign)):
+        targets = [stmt.target]
+    elif isinstance(stmt, cst.Assign):
+        targets = [t.target for t in stmt.targets]
+    else:
+        return []
+    out = []
+    while targets:
+        t = targets.pop(0)
+        if isinstance(t, cst.Attribute) and t.attr.value == attr:
+            out.append(t)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            targets.extend(e.value for e in t.elements)
+        elif isinstance(t, cst.StarredElement):
+            targets.append(t.value)
+    return out
+
+
+def _is_self_of_traced_method(analysis, func, name_node) -> bool:
+    if not func.is_method or not func.params or func.params[0].name != name_node.value:
+        return False
+    if _own_leak_kind(func) is None:
+        return False
+    v = analysis.value_of(name_node)
+    return isinstance(v, InstanceVal) and v.cls is func.cls
+
+
+def _plain_local_instance(analysis, value, attr, depth=0) -> bool:
+    """An instance of a module-local class whose attribute assignment is plain Python: no
+    ``__setattr__``, no property or descriptor named ``attr``, only local or no bases."""
+    if not isinstance(value, InstanceVal):
+        return False
+    return _plain_class(analysis, value.cls, attr, depth)
+
+
+def _plain_class(analysis, cls, attr, depth) -> bool:
+    if depth > 10:
+        return False
+    for stmt in getattr(cls.node.body, "body", ()):
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("__setattr__", attr,
+                                                                     "__getattr__"):
+            return False
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                targets = []
+                if isinstance(small, cst.Assign):
+                    targets = [t.target for t in small.targets]
+                elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                    targets = [small.target]
+                for t in targets:
+                    if isinstance(t, cst.Name) and t.value in (attr, "__slots__"):
+                        if t.value == "__slots__" or not isinstance(
+                                getattr(small, "value", None),
+                                (cst.Integer, cst.Float, cst.SimpleString, cst.Name)):
+                            return False
+    for base in cls.node.bases:
+        if base.keyword is not None:
+            return False
+        bv = analysis.value_of(base.value)
+        if isinstance(bv, QN) and bv.qualname == "builtins.object":
+            continue
+        if isinstance(bv, ClassVal) and _plain_class(analysis, bv.cls, attr, depth + 1):
+            continue
+        return False
+    return True
+
+
+def _maybe_traced(analysis, expr, func, scope) -> bool:
+    """The expression may hold a traced value: it mentions a name bound in a traced function
+    between ``func`` and the container's scope, or a JAX Array."""
+    found = [False]
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, node):
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node):
+            if isinstance(analysis.value_of(node), ArrayVal):
+                found[0] = True
+                return
+            f = func
+            while f is not None and f is not scope and not f.is_module:
+                if node.value in f.summary or f.param(node.value) is not None:
+                    found[0] = True
+                    return
+                f = f.parent
+
+        def visit_Call(self, node):
+            if isinstance(analysis.value_of(node), ArrayVal):
+                found[0] = True
+
+        def visit_Lambda(self, node):
+            return False
+
+    if isinstance(analysis.value_of(expr), ArrayVal):
+        return True
+    expr.visit(V())
+    return found[0]
