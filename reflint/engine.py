@@ -114,16 +114,18 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
         if settings.enabled(PARSE_ERROR):
             diags.append(parse_error(path, f"cannot parse file: {type(e).__name__}: {e}"))
         return FileResult(path, diags, source)
-    diags = check_module(module, path, settings)
+    diags = check_module(module, path, settings, source)
     return FileResult(path, apply_noqa(diags, source, settings, path), source)
 
 
-def check_module(module: cst.Module, path: str, settings: Settings) -> list:
+def check_module(module: cst.Module, path: str, settings: Settings,
+                 source: Optional[str] = None) -> list:
     rules = [r for r in all_rules() if settings.enabled(r.code)]
     if not rules:
         return []
     analysis = ModuleAnalysis(module, path)
     analysis.settings = settings
+    analysis.source = source if source is not None else module.code
     out = []
     seen = set()
     for rule in rules:

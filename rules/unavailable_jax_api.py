@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import re
 
 import libcst as cst
@@ -74,25 +75,43 @@ class UnavailableJaxApi(Rule):
     def check(self, analysis):
         version = analysis.settings.target_jax_version
         target = ".".join(map(str, version))
-        parents = parents_of(analysis)
-        for node, qualname in _names(analysis, parents):
-            status, where = api.availability(qualname, version)
-            if status not in (api.NO, api.DEPRECATED) or _guarded(analysis, parents, node):
-                continue
-            yield Finding(node, _message(qualname, status, where, target))
+        parents = None
+        # Cheap first: the walk below runs only if a name missing at `version` is in the text.
+        if _problem_names(version).search(getattr(analysis, "source", None) or ""):
+            parents = parents_of(analysis)
+            for node, qualname in _names(analysis, parents):
+                status, where = api.availability(qualname, version)
+                if status not in (api.NO, api.DEPRECATED) or \
+                        _guarded(analysis, parents, node):
+                    continue
+                yield Finding(node, _message(qualname, status, where, target))
         for creation in analysis.creations:
             for arg in creation.node.args:
                 if arg.keyword is None:
                     continue
                 status, where = api.kwarg_availability(creation.api_name, arg.keyword.value,
                                                        version)
-                if status != api.NO or _guarded(analysis, parents, creation.node):
+                if status != api.NO:
+                    continue
+                if parents is None:
+                    parents = parents_of(analysis)
+                if _guarded(analysis, parents, creation.node):
                     continue
                 fn = analysis.module.code_for_node(creation.node.func).strip()
                 yield Finding(arg, f"{fn}(..., {arg.keyword.value}=...) is not accepted by JAX "
                                    f"{target} (the keyword exists in JAX {where}); it fails "
                                    f"with TypeError: unexpected keyword argument "
                                    f"'{arg.keyword.value}'")
+
+
+@functools.lru_cache(maxsize=None)
+def _problem_names(version: tuple):
+    """A regex of the last components of every API name missing or deprecated at ``version``."""
+    tokens = sorted({q.rsplit(".", 1)[-1] for q in api.AVAILABILITY
+                     if api.availability(q, version)[0] in (api.NO, api.DEPRECATED)})
+    if not tokens:
+        return re.compile(r"(?!x)x")
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, tokens)) + r")\b")
 
 
 def _message(qualname, status, where, target) -> str:
