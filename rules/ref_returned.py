@@ -86,11 +86,16 @@ class RefReturned(Rule):
             if not refs:
                 continue
             ref, path = refs[0]
-            name = ref.name or "a ref"
-            inside = f" (at {path.lstrip('.')} of the result)" if path else ""
-            msg = (f"{name} is returned from {role_word(role)}{inside}{where_from(analysis, ref)}; "
-                   f"refs cannot be returned from traced functions — return its value "
-                   f"{name}[...] instead, or nothing")
+            inside = f" at {path} of the result" if path else ""
+            if ref.name:
+                subject = ref.name
+                advice = f"return its value {ref.name}[...] instead, or nothing"
+            else:
+                subject = "a ref"
+                advice = "return the ref's value (read it with [...]) instead, or nothing"
+            msg = (f"{subject} is returned from {role_word(role)}{inside}"
+                   f"{where_from(analysis, ref)}; refs cannot be returned from traced functions "
+                   f"— {advice}")
             if role == api.SCAN:
                 msg += " (keep refs out of the carry; close over them instead)"
             if old:
