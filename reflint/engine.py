@@ -48,18 +48,159 @@ def decode(data: bytes) -> str:
 _PREFILTER_CACHE: dict = {}
 
 
-def prefilter(settings: Settings):
-    """A compiled regex: a file that does not match cannot produce any finding."""
+def prefilter(settings: Settings) -> "Prefilter":
+    """The pre-filter for ``settings``: a file it does not match cannot produce any finding.
+
+    Built from the ``triggers`` of the enabled rules (a rule without triggers makes every file a
+    candidate). ``prefilter(settings).search(text)`` is truthy for candidate files."""
     key = settings.select
-    rx = _PREFILTER_CACHE.get(key)
-    if rx is None:
-        parts = [r.triggers for r in all_rules() if settings.enabled(r.code)]
+    pf = _PREFILTER_CACHE.get(key)
+    if pf is None:
+        parts = []
+        for r in all_rules():
+            if settings.enabled(r.code) and r.triggers not in parts:
+                parts.append(r.triggers)
         if any(not p for p in parts):
-            rx = re.compile("")  # a rule without triggers: every file is a candidate
+            pf = Prefilter(None)  # a rule without triggers: every file is a candidate
+        elif not parts:
+            pf = Prefilter(r"(?!x)x")  # nothing enabled: no file is a candidate
         else:
-            rx = re.compile("|".join(f"(?:{p})" for p in parts) if parts else r"(?!x)x")
-        _PREFILTER_CACHE[key] = rx
-    return rx
+            pf = Prefilter("|".join(f"(?:{p})" for p in parts))
+        _PREFILTER_CACHE[key] = pf
+    return pf
+
+
+try:  # Python 3.11+
+    import re._constants as _sre_c
+    import re._parser as _sre_p
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _sre_c  # type: ignore[no-redef]
+    import sre_parse as _sre_p  # type: ignore[no-redef]
+
+
+class Prefilter:
+    """A conservative textual test, fast on files that do not match.
+
+    One compiled regex (the union of the rules' triggers), gated by plain substring tests:
+    every match of the regex contains one of ``literals`` (derived from the regex), so a file
+    containing none of them is rejected with a few ``str.find`` scans. Otherwise the regex is
+    run only in small windows around the literal's occurrences when the regex has a bounded
+    width and no lookaround (a window extends one full match width on both sides, so any match
+    containing the occurrence lies inside it, and the character after it too, for ``\b``)."""
+
+    def __init__(self, pattern: Optional[str]):
+        self.pattern = pattern
+        self.regex = re.compile(pattern) if pattern is not None else None
+        self.literals: Optional[list] = None
+        self.window: Optional[int] = None
+        if pattern is None:
+            return
+        try:
+            parsed = _sre_p.parse(pattern)
+        except Exception:  # noqa: BLE001 - internals moved: fall back to the plain regex
+            return
+        if self.regex.flags & re.IGNORECASE:
+            return
+        lits = _required_literals(parsed.data if hasattr(parsed, "data") else list(parsed))
+        if not lits:
+            return
+        # A literal that contains another one is redundant: drop it.
+        lits = sorted(set(lits), key=lambda s: (len(s), s))
+        self.literals = [s for i, s in enumerate(lits) if not any(t in s for t in lits[:i])]
+        try:
+            lo, hi = parsed.getwidth()
+        except Exception:  # noqa: BLE001
+            return
+        if hi < 1000 and not _has_lookaround(parsed):
+            self.window = hi
+
+    def search(self, text: str):
+        """Truthy if ``text`` may produce a finding."""
+        rx = self.regex
+        if rx is None:
+            return True
+        lits = self.literals
+        if lits is None:
+            return rx.search(text)
+        w = self.window
+        if w is None:
+            for lit in lits:
+                if lit in text:
+                    return rx.search(text)
+            return None
+        for lit in lits:
+            i = text.find(lit)
+            n = len(lit)
+            while i >= 0:
+                m = rx.search(text, max(0, i - w), i + n + w)
+                if m:
+                    return m
+                i = text.find(lit, i + 1)
+        return None
+
+
+def _required_literals(items) -> Optional[list]:
+    """Strings such that every match of the regex sequence ``items`` contains one of them
+    (None when no such set is known)."""
+    best: Optional[list] = None
+
+    def consider(option):
+        nonlocal best
+        if option and all(option):
+            if best is None or min(map(len, option)) > min(map(len, best)):
+                best = option
+
+    run: list = []
+    for op, av in list(items) + [(None, None)]:
+        if op is _sre_c.LITERAL:
+            run.append(chr(av))
+            continue
+        if run:
+            consider(["".join(run)])
+            run = []
+        if op is _sre_c.BRANCH:
+            union: Optional[list] = []
+            for alt in av[1]:
+                sub = _required_literals(alt.data if hasattr(alt, "data") else alt)
+                if sub is None:
+                    union = None
+                    break
+                union.extend(sub)
+            consider(union)
+        elif op is _sre_c.SUBPATTERN:
+            add_flags = av[1] if len(av) > 2 else 0
+            if not add_flags & _sre_c.SRE_FLAG_IGNORECASE:
+                sub = av[-1]
+                consider(_required_literals(sub.data if hasattr(sub, "data") else sub))
+        elif op in (_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT) and av[0] >= 1:
+            sub = av[2]
+            consider(_required_literals(sub.data if hasattr(sub, "data") else sub))
+    return best
+
+
+def _has_lookaround(items) -> bool:
+    for op, av in (items.data if hasattr(items, "data") else items):
+        if op in (_sre_c.ASSERT, _sre_c.ASSERT_NOT, _sre_c.GROUPREF, _sre_c.GROUPREF_EXISTS):
+            return True
+        if op is _sre_c.BRANCH and any(_has_lookaround(a) for a in av[1]):
+            return True
+        if op is _sre_c.SUBPATTERN and _has_lookaround(av[-1]):
+            return True
+        if op in (_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT) and _has_lookaround(av[2]):
+            return True
+        if op is getattr(_sre_c, "ATOMIC_GROUP", object()) and _has_lookaround(av):
+            return True
+        if op is getattr(_sre_c, "POSSESSIVE_REPEAT", object()) and _has_lookaround(av[2]):
+            return True
+    return False
+
+
+def is_candidate(source: str, settings: Settings) -> bool:
+    """False if no rule can fire on ``source``: a ``# reflint: skip-file`` line, or the
+    pre-filter does not match."""
+    if "skip-file" in source and _SKIP_FILE.search(source):
+        return False
+    return bool(prefilter(settings).search(source))
 
 
 def parse_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
@@ -91,7 +232,7 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
 
 def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool = True
                 ) -> FileResult:
-    if _SKIP_FILE.search(source):
+    if "skip-file" in source and _SKIP_FILE.search(source):
         return FileResult(path, [], source, skipped=True)
     if use_prefilter and not prefilter(settings).search(source):
         return FileResult(path, [], source, skipped=True)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from reflint import api
-from reflint.rule import Finding, Rule
+from reflint.rule import REF_TRIGGERS, Finding, Rule
 from reflint.values import iter_refs
 
 from ._common import role_word, where_from
@@ -70,7 +70,7 @@ class RefClosedOverAndPassed(Rule):
 
     code = "REF003"
     name = "ref-closed-over-and-passed"
-    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b"
+    triggers = REF_TRIGGERS
 
     def check(self, analysis):
         for call in analysis.traced_calls:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from reflint import api
-from reflint.rule import Finding, Rule
+from reflint.rule import REF_TRIGGERS, Finding, Rule
 from reflint.values import iter_refs
 
 from ._common import where_from
@@ -76,7 +76,7 @@ class RefPassedTwice(Rule):
 
     code = "REF002"
     name = "ref-passed-twice"
-    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b"
+    triggers = REF_TRIGGERS
 
     def check(self, analysis):
         for call in analysis.traced_calls:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from reflint import api
-from reflint.rule import Finding, Rule
+from reflint.rule import REF_TRIGGERS, Finding, Rule
 from reflint.values import iter_refs
 
 from ._common import ref_name, role_word, where_from
@@ -73,7 +73,7 @@ class RefReturned(Rule):
 
     code = "REF001"
     name = "ref-returned"
-    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b|pallas"
+    triggers = REF_TRIGGERS
 
     def check(self, analysis):
         old = analysis.settings.target_jax_version < (0, 7, 2)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from reflint.diagnostics import SAFE, UNSAFE
-from reflint.rule import Finding, Rule
+from reflint.rule import REF_TRIGGERS, Finding, Rule
 
 from ._common import read_fix_factory, ref_name, where_from
 
@@ -71,7 +71,7 @@ class RefUsedAsArray(Rule):
     code = "REF007"
     name = "ref-used-as-array"
     fixable = SAFE
-    triggers = r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|\bRef\b|pallas"
+    triggers = REF_TRIGGERS
 
     def check(self, analysis):
         for use in analysis.ref_uses:
