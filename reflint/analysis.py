@@ -314,8 +314,7 @@ class ModuleAnalysis:
     def position(self, node: cst.CSTNode):
         """(line, column, end_line, end_column), 1-based columns; computed lazily."""
         if self._positions is None:
-            wrapper = cst.metadata.MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(cst.metadata.PositionProvider)
+            self._positions = _positions_of(self.module)
         rng = self._positions.get(node)
         if rng is None:
             return None
@@ -1430,6 +1429,20 @@ class ModuleAnalysis:
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
+
+
+def _positions_of(module: cst.Module):
+    """PositionProvider's ranges for every node of ``module``: one code generation pass.
+
+    (``MetadataWrapper.resolve`` gives the same mapping but also walks the whole tree once more,
+    with an empty batch of visitors: about 40 % of the cost.)"""
+    try:
+        provider = cst.metadata.PositionProvider()
+        provider._gen_impl(module)
+        return provider._computed
+    except AttributeError:  # pragma: no cover - libcst internals changed
+        wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
+        return wrapper.resolve(cst.metadata.PositionProvider)
 
 
 def _body(block) -> list:

@@ -124,6 +124,7 @@ def ref_source_names() -> list:
     return sorted({qn.rsplit(".", 1)[-1] for qn, canon in CANONICAL.items()
                    if canon in REF_SOURCES})
 
+
 # Modules whose functions compute on Arrays: passing an unread Ref to them is REF007.
 ARRAY_FUNCTION_MODULES = ("jax.numpy.", "jax.lax.", "numpy.", "jax.nn.", "jax.scipy.",
                           "jax._src.numpy.", "jax._src.lax.lax.")
