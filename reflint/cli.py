@@ -15,9 +15,8 @@ from typing import Optional
 
 from . import __version__
 from .codes import CODES
-from .engine import (
-    FileResult, decode, fix_source, is_candidate, lint_bytes, lint_source, parse_error,
-)
+from .engine import FileResult, fix_source, lint_bytes
+from .engine import decode, is_candidate, lint_source, parse_error
 from .output import format_concise, format_json, format_text, summary_line, use_color
 from .rule import all_rules, rule_by_code
 from .settings import DEFAULT_TARGET_JAX_VERSION, Settings, expand_codes, parse_version
@@ -61,17 +60,20 @@ def discover(paths: list) -> list:
 
 
 def _check_file(args) -> FileResult:
-    """Lint one file from disk (no cache, no pool)."""
     path, settings = args
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as e:
+        from .engine import parse_error
         return FileResult(path, [parse_error(path, f"cannot read file: {e.strerror}")])
     try:
         return lint_bytes(data, path, settings)
     except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
-        return FileResult(path, [_internal_error(path, e)])
+        from .engine import parse_error
+        d = parse_error(path, f"internal error while checking this file: "
+                              f"{type(e).__name__}: {e}")
+        return FileResult(path, [d])
 
 
 def _internal_error(path: str, e: BaseException):
