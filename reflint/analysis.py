@@ -592,8 +592,7 @@ class ModuleAnalysis:
     def position(self, node: cst.CSTNode):
         """(line, column, end_line, end_column), 1-based columns; computed lazily."""
         if self._positions is None:
-            wrapper = cst.metadata.MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(cst.metadata.PositionProvider)
+            self._positions = _positions_of(self.module)
         rng = self._positions.get(node)
         if rng is None:
             return None
@@ -1421,7 +1420,6 @@ class ModuleAnalysis:
                         return SeqVal(v.items, name)
                 return None
             if api.is_array_function(qn):
-                short = qn.rsplit(".", 1)[1]
                 for a, v in args:
                     if isinstance(v, RefVal):
                         self._ref_use("call_arg", a.value, v, node, qn)
@@ -1748,6 +1746,20 @@ class ModuleAnalysis:
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
+
+
+def _positions_of(module: cst.Module):
+    """PositionProvider's ranges for every node of ``module``: one code generation pass.
+
+    (``MetadataWrapper.resolve`` gives the same mapping but also walks the whole tree once more,
+    with an empty batch of visitors: about 40 % of the cost.)"""
+    try:
+        provider = cst.metadata.PositionProvider()
+        provider._gen_impl(module)
+        return provider._computed
+    except AttributeError:  # pragma: no cover - libcst internals changed
+        wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
+        return wrapper.resolve(cst.metadata.PositionProvider)
 
 
 def _body(block) -> list:

@@ -113,6 +113,21 @@ for _name in (SCAN, COND, SWITCH, WHILE_LOOP, FORI_LOOP, MAP):
 
 CANONICAL: dict[str, str] = {qn: canon for canon, names in _TABLE.items() for qn in names}
 
+# The APIs through which the analysis can produce a Ref value (constructors, the Ref type in
+# annotations, the APIs whose kernels receive refs). A file that spells none of their names
+# cannot hold a ref; the rules' pre-filter (reflint.rule.REF_TRIGGERS) is derived from them.
+# When the analysis learns a new source of refs, add its canonical name here.
+REF_SOURCES = frozenset({NEW_REF, EMPTY_REF, REF_TYPE, PALLAS_CALL, RUN_SCOPED, EMIT_PIPELINE,
+                         "to_refs"})
+
+
+def ref_source_names() -> list:
+    """The last component of every spelling of a REF_SOURCES API (any use of the API names it
+    in the text: an attribute, an imported name or an annotation string)."""
+    return sorted({qn.rsplit(".", 1)[-1] for qn, canon in CANONICAL.items()
+                   if canon in REF_SOURCES})
+
+
 # Modules whose functions compute on Arrays: passing an unread Ref to them is REF007.
 ARRAY_FUNCTION_MODULES = ("jax.numpy.", "jax.lax.", "numpy.", "jax.nn.", "jax.scipy.",
                           "jax._src.numpy.", "jax._src.lax.lax.")

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import json
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Optional
 
 from . import __version__
 from .codes import CODES, META_CODES
 from .config import ConfigError, Resolver, overrides_from_args, show_settings
 from .engine import FileResult, fix_source, lint_bytes
+from .engine import apply_noqa, decode, is_candidate, lint_source, parse_error
 from .output import (format_concise, format_github, format_json, format_sarif,
                      format_statistics, format_text, summary_line, use_color)
 from .rule import all_rules, rule_by_code
@@ -107,16 +109,143 @@ def _check_file(args) -> FileResult:
         return FileResult(path, [d])
 
 
-def check_paths(files: list, settings: Settings, jobs: int) -> list:
-    tasks = [(f, settings) for f in files]
-    if jobs > 1 and len(files) > 4:
-        chunk = max(1, len(files) // (jobs * 8))
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(_check_file, tasks, chunksize=chunk))
-    return [_check_file(t) for t in tasks]
+def _internal_error(path: str, e: BaseException):
+    return parse_error(path, f"internal error while checking this file: "
+                             f"{type(e).__name__}: {e}")
 
 
-def _check_grouped(pairs: list, jobs: int) -> list:
+# Parallel checking: below this much source text to analyse, one process is faster than
+# starting workers.
+PARALLEL_MIN_CHARS = 64_000
+
+_WORKER_SETTINGS: Optional[Settings] = None
+
+
+def _init_worker(settings: Settings) -> None:
+    global _WORKER_SETTINGS
+    _WORKER_SETTINGS = settings
+
+
+def _lint_task(task) -> tuple:
+    """(index, path, source) -> (index, diagnostics, cacheable). The pre-filter already ran."""
+    index, path, source = task
+    settings = _WORKER_SETTINGS if _WORKER_SETTINGS is not None else Settings()
+    # A syntax tree is millions of young objects without cycles: the cyclic garbage collector
+    # would scan the growing tree again and again while it is built. It is paused for the
+    # file; one collection afterwards frees whatever the analysis left in cycles.
+    gc_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return index, lint_source(source, path, settings, use_prefilter=False).diagnostics, True
+    except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
+        return index, [_internal_error(path, e)], False
+    finally:
+        if gc_enabled:
+            gc.enable()
+            gc.collect(0)
+
+
+def _pool_context():
+    import multiprocessing
+
+    if sys.platform.startswith("linux"):
+        try:
+            return multiprocessing.get_context("fork")  # workers inherit the imports
+        except ValueError:  # pragma: no cover
+            pass
+    return multiprocessing.get_context()
+
+
+def _run_tasks(tasks: list, settings: Settings, jobs: int):
+    """Yield (index, diagnostics, cacheable) for every task, in any order."""
+    total = sum(len(t[2]) for t in tasks)
+    if jobs > 1 and len(tasks) > 1 and total >= PARALLEL_MIN_CHARS:
+        from concurrent.futures.process import BrokenProcessPool
+
+        # Biggest files first: the slowest task starts at once (longest-processing-time order).
+        ordered = sorted(tasks, key=lambda t: -len(t[2]))
+        done: set = set()
+        try:
+            with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
+                                     mp_context=_pool_context(), initializer=_init_worker,
+                                     initargs=(settings,)) as pool:
+                futures = [pool.submit(_lint_task, t) for t in ordered]
+                for fut in as_completed(futures):
+                    res = fut.result()
+                    done.add(res[0])
+                    yield res
+            return
+        except (BrokenProcessPool, OSError):
+            # No worker processes here (sandbox) or a worker died: finish in this process.
+            tasks = [t for t in tasks if t[0] not in done]
+    _init_worker(settings)
+    for t in tasks:
+        yield _lint_task(t)
+
+
+def check_paths(files: list, settings: Settings, jobs: int, cache=None,
+                stats: Optional[dict] = None) -> list:
+    """Lint ``files``; one FileResult per file, in the order of ``files``.
+
+    The parent reads each file and runs the pre-filter; a candidate's result comes from
+    ``cache`` (a reflint.cache.Cache) when it has one, and only the rest are parsed and
+    analysed, across ``jobs`` processes."""
+    results: list = [None] * len(files)
+    todo = []  # (index, path, source)
+    keys: dict = {}
+    skipped = cached = 0
+    for i, path in enumerate(files):
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as e:
+            diag = parse_error(path, f"cannot read file: {e.strerror}")
+            results[i] = FileResult(path, [diag])
+            continue
+        try:
+            source = decode(data)
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            results[i] = lint_bytes(data, path, settings)  # reports the decoding problem
+            continue
+        if not is_candidate(source, settings):
+            # No rule can fire; suppression comments are still checked (REF901/REF902).
+            diags = apply_noqa([], source, settings.for_path(path), path) \
+                if "noqa" in source else []
+            results[i] = FileResult(path, diags, source, skipped=True)
+            skipped += 1
+            continue
+        if cache is not None:
+            key = cache.key(path, data, settings)
+            diags = cache.get(key, path)
+            if diags is not None:
+                results[i] = FileResult(path, diags, source)
+                cached += 1
+                continue
+            keys[i] = key
+        todo.append((i, path, source))
+    sources = {t[0]: t[2] for t in todo}
+    for index, diags, cacheable in _run_tasks(todo, settings, jobs):
+        results[index] = FileResult(files[index], diags, sources[index])
+        if cache is not None and cacheable and index in keys:
+            cache.put(keys[index], files[index], diags)
+    info = {"files": len(files), "skipped": skipped, "cached": cached, "analysed": len(todo)}
+    if stats is not None:
+        stats.update(info)
+    if os.environ.get("REFLINT_STATS"):
+        print(f"reflint: {info['files']} files: {skipped} skipped by the pre-filter, "
+              f"{cached} from the cache, {len(todo)} analysed", file=sys.stderr)
+    return results
+
+
+def _cache_from(args):
+    if getattr(args, "no_cache", False):
+        return None
+    from .cache import Cache
+
+    return Cache(getattr(args, "cache_dir", None))
+
+
+def _check_grouped(pairs: list, jobs: int, cache=None) -> list:
     """Check files with their own settings (one ``check_paths`` call per configuration),
     returning results in the order of ``pairs``."""
     groups: dict = {}
@@ -129,7 +258,7 @@ def _check_grouped(pairs: list, jobs: int) -> list:
     by_path = {}
     for key in order:
         s, files = groups[key]
-        for res in check_paths(files, s, jobs):
+        for res in check_paths(files, s, jobs, cache=cache):
             by_path[res.path] = res
     return [by_path[f] for f, _ in pairs if f in by_path]
 
@@ -194,7 +323,7 @@ def _cmd_check(args) -> int:
     pairs = discover(paths, resolver, args.force_exclude)
     settings_of = {f: s for f, s in pairs}
     jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
-    results = _check_grouped(pairs, jobs)
+    results = _check_grouped(pairs, jobs, cache=_cache_from(args))
     all_diags = []
     sources = {}
     fix_notes = []
@@ -384,6 +513,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--stdin-filename", metavar="PATH",
                    help="the name of the file read from stdin (config, messages)")
     c.add_argument("--jobs", "-j", type=int, default=0, help="processes (default: all cores)")
+    c.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    c.add_argument("--cache-dir", help="cache folder (default: .reflint_cache at the project "
+                   "root, or $REFLINT_CACHE_DIR)")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     c.add_argument("--quiet", "-q", action="store_true", help="no summary line")
 

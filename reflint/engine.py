@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import re
 import sys
+import threading
 import tokenize
 from dataclasses import dataclass
 from typing import Optional
@@ -16,14 +17,14 @@ import libcst as cst
 
 from .analysis import ModuleAnalysis
 from .codes import CODES, META_CODES
-from .diagnostics import SAFE, Diagnostic, Fix
+from .diagnostics import SAFE, Diagnostic
 from .rule import all_rules
 from .settings import Settings
 
 PARSE_ERROR = "REF900"
 UNKNOWN_NOQA = "REF901"
 UNUSED_NOQA = "REF902"
-# flake8's syntax (`# noqa`, `# noqa: A1, B2`, `# NOQA:A1`), also without the space after `#`.
+# flake8's suppression syntax (bare, with codes "A1, B2", upper case), also without the space.
 _NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 _NOQA_HINT = re.compile(r"noqa", re.I)
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.I)
@@ -53,18 +54,187 @@ def decode(data: bytes) -> str:
 _PREFILTER_CACHE: dict = {}
 
 
-def prefilter(settings: Settings):
-    """A compiled regex: a file that does not match cannot produce any finding."""
+def prefilter(settings: Settings) -> "Prefilter":
+    """The pre-filter for ``settings``: a file it does not match cannot produce any finding.
+
+    Built from the ``triggers`` of the enabled rules (a rule without triggers makes every file a
+    candidate). ``prefilter(settings).search(text)`` is truthy for candidate files."""
     key = settings.select
-    rx = _PREFILTER_CACHE.get(key)
-    if rx is None:
-        parts = [r.triggers for r in all_rules() if settings.enabled(r.code)]
+    pf = _PREFILTER_CACHE.get(key)
+    if pf is None:
+        parts = []
+        for r in all_rules():
+            if settings.enabled(r.code) and r.triggers not in parts:
+                parts.append(r.triggers)
         if any(not p for p in parts):
-            rx = re.compile("")  # a rule without triggers: every file is a candidate
+            pf = Prefilter(None)  # a rule without triggers: every file is a candidate
+        elif not parts:
+            pf = Prefilter(r"(?!x)x")  # nothing enabled: no file is a candidate
         else:
-            rx = re.compile("|".join(f"(?:{p})" for p in parts) if parts else r"(?!x)x")
-        _PREFILTER_CACHE[key] = rx
-    return rx
+            pf = Prefilter("|".join(f"(?:{p})" for p in parts))
+        _PREFILTER_CACHE[key] = pf
+    return pf
+
+
+try:  # Python 3.11+
+    import re._constants as _sre_c
+    import re._parser as _sre_p
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _sre_c  # type: ignore[no-redef]
+    import sre_parse as _sre_p  # type: ignore[no-redef]
+
+
+class Prefilter:
+    """A conservative textual test, fast on files that do not match.
+
+    One compiled regex (the union of the rules' triggers), gated by plain substring tests:
+    every match of the regex contains one of ``literals`` (derived from the regex), so a file
+    containing none of them is rejected with a few ``str.find`` scans. Otherwise the regex is
+    run only in small windows around the literal's occurrences when the regex has a bounded
+    width and no lookaround: a window extends one full match width on both sides, so any match
+    containing the occurrence lies inside it, and so does the character after it (for word
+    boundaries). The answer is exactly the regex's (a test compares them on random texts)."""
+
+    def __init__(self, pattern: Optional[str]):
+        self.pattern = pattern
+        self.regex = re.compile(pattern) if pattern is not None else None
+        self.literals: Optional[list] = None
+        self.window: Optional[int] = None
+        if pattern is None:
+            return
+        try:
+            parsed = _sre_p.parse(pattern)
+        except Exception:  # noqa: BLE001 - internals moved: fall back to the plain regex
+            return
+        if self.regex.flags & re.IGNORECASE:
+            return
+        lits = _required_literals(parsed.data if hasattr(parsed, "data") else list(parsed))
+        if not lits:
+            return
+        # A literal that contains another one is redundant: drop it.
+        lits = sorted(set(lits), key=lambda s: (len(s), s))
+        self.literals = [s for i, s in enumerate(lits) if not any(t in s for t in lits[:i])]
+        try:
+            lo, hi = parsed.getwidth()
+        except Exception:  # noqa: BLE001
+            return
+        if hi < 1000 and not _has_lookaround(parsed):
+            self.window = hi
+
+    def search(self, text: str):
+        """Truthy if ``text`` may produce a finding."""
+        rx = self.regex
+        if rx is None:
+            return True
+        lits = self.literals
+        if lits is None:
+            return rx.search(text)
+        w = self.window
+        if w is None:
+            for lit in lits:
+                if lit in text:
+                    return rx.search(text)
+            return None
+        size = len(text)
+        for lit in lits:
+            i = text.find(lit)
+            n = len(lit)
+            while i >= 0:
+                end = i + n + w
+                m = rx.search(text, max(0, i - w), end)
+                # A match ending at a cut window edge may be an artefact of the cut (``\b``
+                # there sees the end of the text); a real one is found from its own literal.
+                if m and (m.end() < end or end >= size):
+                    return m
+                i = text.find(lit, i + 1)
+        return None
+
+
+def _required_literals(items) -> Optional[list]:
+    """Strings such that every match of the regex sequence ``items`` contains one of them
+    (None when no such set is known)."""
+    best: Optional[list] = None
+
+    def consider(option):
+        nonlocal best
+        if option and all(option):
+            if best is None or min(map(len, option)) > min(map(len, best)):
+                best = option
+
+    run: list = []
+    for op, av in list(items) + [(None, None)]:
+        if op is _sre_c.LITERAL:
+            run.append(chr(av))
+            continue
+        if run:
+            consider(["".join(run)])
+            run = []
+        if op is _sre_c.BRANCH:
+            union: Optional[list] = []
+            for alt in av[1]:
+                sub = _required_literals(alt.data if hasattr(alt, "data") else alt)
+                if sub is None:
+                    union = None
+                    break
+                union.extend(sub)
+            consider(union)
+        elif op is _sre_c.SUBPATTERN:
+            add_flags = av[1] if len(av) > 2 else 0
+            if not add_flags & _sre_c.SRE_FLAG_IGNORECASE:
+                sub = av[-1]
+                consider(_required_literals(sub.data if hasattr(sub, "data") else sub))
+        elif op in (_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT) and av[0] >= 1:
+            sub = av[2]
+            consider(_required_literals(sub.data if hasattr(sub, "data") else sub))
+    return best
+
+
+def _has_lookaround(items) -> bool:
+    for op, av in (items.data if hasattr(items, "data") else items):
+        if op in (_sre_c.ASSERT, _sre_c.ASSERT_NOT, _sre_c.GROUPREF, _sre_c.GROUPREF_EXISTS):
+            return True
+        if op is _sre_c.BRANCH and any(_has_lookaround(a) for a in av[1]):
+            return True
+        if op is _sre_c.SUBPATTERN and _has_lookaround(av[-1]):
+            return True
+        if op in (_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT) and _has_lookaround(av[2]):
+            return True
+        if op is getattr(_sre_c, "ATOMIC_GROUP", object()) and _has_lookaround(av):
+            return True
+        if op is getattr(_sre_c, "POSSESSIVE_REPEAT", object()) and _has_lookaround(av[2]):
+            return True
+    return False
+
+
+def is_candidate(source: str, settings: Settings) -> bool:
+    """False if no rule can fire on ``source``: a ``# reflint: skip-file`` line, or the
+    pre-filter does not match."""
+    if "skip-file" in source and _SKIP_FILE.search(source):
+        return False
+    return bool(prefilter(settings).search(source))
+
+
+def _no_validation(self) -> None:
+    pass
+
+
+def parse_module(source: str) -> cst.Module:
+    """``libcst.parse_module``, without libcst's per-node validation.
+
+    Every node libcst builds runs ``_validate()`` from ``CSTNode.__post_init__``. The parser only
+    builds nodes for source it accepted, so the checks cannot fail there, yet they take about a
+    quarter of the parse time (mostly a regex per whitespace node). They are switched off for
+    the duration of the parse, in the main thread only (other threads may be building their own
+    nodes); the tree is the same (a test compares them)."""
+    base = cst.CSTNode
+    original = base.__dict__.get("__post_init__")
+    if original is None or threading.current_thread() is not threading.main_thread():
+        return cst.parse_module(source)
+    base.__post_init__ = _no_validation  # type: ignore[method-assign]
+    try:
+        return cst.parse_module(source)
+    finally:
+        base.__post_init__ = original  # type: ignore[method-assign]
 
 
 def parse_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
@@ -97,13 +267,13 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
 def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool = True
                 ) -> FileResult:
     settings = settings.for_path(path)
-    if _SKIP_FILE.search(source):
+    if "skip-file" in source and _SKIP_FILE.search(source):
         return FileResult(path, [], source, skipped=True)
     if use_prefilter and not prefilter(settings).search(source):
         # No rule can fire; suppression comments are still checked (REF901/REF902).
         return FileResult(path, apply_noqa([], source, settings, path), source, skipped=True)
     try:
-        module = cst.parse_module(source)
+        module = parse_module(source)
     except cst.ParserSyntaxError as e:
         diags = []
         if settings.enabled(PARSE_ERROR):

@@ -9,11 +9,16 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
 
+from . import api
 from .codes import CODES
 from .diagnostics import Diagnostic, Fix, Related
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analysis import ModuleAnalysis
+
+# Pre-filter triggers for rules that need a Ref value: the name of any API that produces one
+# (see api.REF_SOURCES), as a whole word.
+REF_TRIGGERS = r"\b(?:" + "|".join(api.ref_source_names()) + r")\b"
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Known limits",
                 "JAX versions", "Runtime message")
@@ -38,7 +43,8 @@ class Rule:
     code: str = ""
     name: str = ""
     fixable: str = ""  # "", "safe" or "unsafe"
-    # Regex of source text without which the rule cannot fire (used by the pre-filter).
+    # Regex of source text without which the rule cannot fire (used by the pre-filter); ""
+    # makes every file a candidate. Rules that need a Ref value use REF_TRIGGERS.
     triggers: str = ""
 
     def check(self, analysis: "ModuleAnalysis") -> Iterator[Finding]:  # pragma: no cover

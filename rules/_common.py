@@ -5,13 +5,12 @@ from __future__ import annotations
 import libcst as cst
 
 from reflint import api
+from reflint.rule import REF_TRIGGERS
 from reflint.diagnostics import SAFE, Edit, Fix
 
-# Text without which a module cannot contain a ref the analysis knows about: a constructor, a
-# Ref annotation, NNX's to_refs, or a Pallas kernel (whose parameters are refs). Rules about refs
-# use it as their pre-filter trigger.
-REF_EVIDENCE = (r"new_ref|empty_ref|array_ref|mutable_array|MutableArray|ArrayRef|AbstractRef|"
-                r"\bRef\b|to_refs|pallas_call|run_scoped|emit_pipeline")
+# Text without which a module cannot contain a ref the analysis knows about (a constructor, a
+# Ref annotation, NNX's to_refs, a Pallas kernel): the pre-filter trigger of every ref rule.
+REF_EVIDENCE = REF_TRIGGERS
 
 ROLE_WORDS = {
     api.JIT: "a jit-compiled function",

@@ -4,7 +4,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
-from ._common import REF_EVIDENCE, ref_name, role_word, where_from
+from ._common import REF_EVIDENCE, role_word, where_from
 
 # Roles whose outputs may not contain refs.
 RETURN_ROLES = (api.JIT, api.SCAN, api.COND, api.SWITCH, "while_body", "fori", api.MAP,

@@ -1,0 +1,380 @@
+"""Speed machinery must not change results: pre-filter, parallel checking, cache, parsing.
+
+These are behaviour tests, not timings (the benchmark is bench/run.py)."""
+
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+
+import libcst as cst
+import pytest
+
+from conftest import FIXTURES, ROOT, fixture_files, reflint_cmd
+from reflint import cache as cache_mod
+from reflint import cli
+from reflint.analysis import ModuleAnalysis, _positions_of
+from reflint.cache import Cache
+from reflint.engine import Prefilter, lint_source, parse_module, prefilter
+from reflint.rule import REF_TRIGGERS, all_rules
+from reflint.settings import Settings
+
+RULES = all_rules()
+EXAMPLES_DIR = os.path.join(ROOT, "examples")
+
+
+def _example_sources():
+    """(name, source) of every rule's documented examples, examples/ and the fixtures."""
+    out = []
+    for r in RULES:
+        bad, good = r.examples()
+        out.append((f"{r.code}_example.py", bad))
+        out.append((f"{r.code}_use_instead.py", good))
+    for root, _, files in os.walk(EXAMPLES_DIR):
+        for f in sorted(files):
+            if f.endswith(".py"):
+                p = os.path.join(root, f)
+                with open(p, encoding="utf-8") as fh:
+                    out.append((os.path.relpath(p, ROOT), fh.read()))
+    for p in fixture_files():
+        with open(p, encoding="utf-8") as fh:
+            out.append((os.path.relpath(p, FIXTURES), fh.read()))
+    return out
+
+
+SOURCES = _example_sources()
+
+
+def _write_tree(root):
+    """The examples and fixtures as files under ``root``; returns their paths."""
+    paths = []
+    for name, src in SOURCES:
+        p = os.path.join(root, name.replace(os.sep, "__"))
+        with open(p, "w", encoding="utf-8") as fh:
+            fh.write(src)
+        paths.append(p)
+    # A file no rule can fire on (skipped by the pre-filter) and one that does not parse.
+    with open(os.path.join(root, "plain.py"), "w") as fh:
+        fh.write("import numpy as np\n\nx = np.zeros(3) + 1\n")
+    with open(os.path.join(root, "broken.py"), "w") as fh:
+        fh.write("import jax\nx = jax.new_ref(\n")
+    return sorted(paths + [os.path.join(root, "plain.py"), os.path.join(root, "broken.py")])
+
+
+# --------------------------------------------------------------------------------------------
+# Pre-filter
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,source", SOURCES, ids=[n for n, _ in SOURCES])
+def test_prefilter_keeps_every_finding_per_rule(name, source):
+    """For all rules together and for each rule alone: pre-filter on == off."""
+    selections = [Settings()] + [Settings(select=frozenset({r.code})) for r in RULES]
+    for settings in selections:
+        on = lint_source(source, name, settings, use_prefilter=True).diagnostics
+        off = lint_source(source, name, settings, use_prefilter=False).diagnostics
+        assert on == off, (sorted(settings.select), on, off)
+
+
+def test_documented_examples_are_candidates_and_fire():
+    for r in RULES:
+        bad, _ = r.examples()
+        assert prefilter(Settings(select=frozenset({r.code}))).search(bad), r.code
+
+
+def test_ref_triggers_name_every_ref_source_spelling():
+    from reflint import api
+
+    rx = re.compile(REF_TRIGGERS)
+    for qn, canon in api.CANONICAL.items():
+        if canon in api.REF_SOURCES:
+            assert rx.search(f"from x import {qn.rsplit('.', 1)[-1]}"), qn
+            assert rx.search(qn), qn
+    # Whole words only, but any word boundary: attribute, import, annotation string.
+    assert not rx.search("reference = RefCount(); my_new_refs = 1")
+    assert rx.search("def f(x: 'jax.Ref'): ...")
+    assert rx.search("state.AbstractRef")
+
+
+PATTERNS = [
+    REF_TRIGGERS,
+    r"new_ref|empty_ref|\bRef\b|pallas",
+    r"(?:a|b)_ref\b|x+yz",
+    r"\Bref\B|^import jax$",
+    r"Ref(?=\[)|(?<!_)freeze\(",  # lookaround: no windows
+    r"(?i)NEW_REF",  # ignore case: no literal gate
+    r"foo.*bar",  # unbounded width: gate only
+    r"[ab]c|d",
+]
+WORDS = ["Ref", "ref", "new_ref", "_ref", "pallas", "a_ref", "b_ref", "xyz", "xxyz", "freeze(",
+         "[", "_", " ", "\n", "x", "import jax", "NEW_REF", "foo", "bar", "ac", "d", "é", "."]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_prefilter_matches_like_its_regex(pattern):
+    pf = Prefilter(pattern)
+    rng = random.Random(pattern)
+    for _ in range(3000):
+        text = "".join(rng.choice(WORDS) for _ in range(rng.randint(0, 12)))
+        expected = bool(re.search(pattern, text))
+        got = bool(pf.search(text))
+        assert got == expected, (pattern, text)
+
+
+def test_prefilter_literals_and_windows():
+    pf = Prefilter(REF_TRIGGERS)
+    assert pf.literals and "Ref" in pf.literals and "AbstractRef" not in pf.literals
+    assert pf.window is not None
+    assert Prefilter(r"Ref(?=\[)").window is None
+    assert Prefilter(r"(?i)ref").literals is None
+    assert Prefilter(r"\w+").literals is None
+    assert Prefilter(None).search("anything")
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing and positions: the fast paths give the same trees and ranges
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,source", SOURCES[:40], ids=[n for n, _ in SOURCES[:40]])
+def test_parse_without_validation_gives_the_same_tree(name, source):
+    fast = parse_module(source)
+    slow = cst.parse_module(source)
+    assert fast.deep_equals(slow)
+    assert fast.code == source
+    # Validation is back on afterwards.
+    with pytest.raises(cst.CSTValidationError):
+        cst.SimpleWhitespace("x")
+
+
+def test_positions_match_metadata_wrapper():
+    for name, source in SOURCES[:10]:
+        module = cst.parse_module(source)
+        ours = _positions_of(module)
+        theirs = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True).resolve(
+            cst.metadata.PositionProvider)
+        assert dict(ours) == dict(theirs), name
+        assert ModuleAnalysis(module).position(module.body[0]) is not None
+
+
+# --------------------------------------------------------------------------------------------
+# Parallel checking and the cache: identical findings every way
+# --------------------------------------------------------------------------------------------
+
+
+def _digest(results):
+    return [(r.path, [d.to_json() for d in r.diagnostics]) for r in results]
+
+
+def test_jobs_1_and_2_cold_and_warm_are_identical(tmp_path, monkeypatch):
+    src = tmp_path / "src"
+    src.mkdir()
+    files = _write_tree(str(src))
+    settings = Settings()
+    monkeypatch.setattr(cli, "PARALLEL_MIN_CHARS", 0)  # use the pool even for small files
+    reference = _digest(cli.check_paths(files, settings, 1))
+    assert any(d for _, d in reference), "the examples must produce findings"
+    assert any(d["code"] == "REF900" for _, ds in reference for d in ds)
+    for jobs in (1, 2):
+        assert _digest(cli.check_paths(files, settings, jobs)) == reference
+        c = Cache(str(tmp_path / f"cache{jobs}"))
+        stats_cold, stats_warm = {}, {}
+        assert _digest(cli.check_paths(files, settings, jobs, cache=c, stats=stats_cold)) == \
+            reference
+        assert _digest(cli.check_paths(files, settings, jobs, cache=Cache(c.directory),
+                                       stats=stats_warm)) == reference
+        assert stats_cold["analysed"] > 0 and stats_cold["cached"] == 0
+        assert stats_warm["analysed"] == 0 and stats_warm["cached"] == stats_cold["analysed"]
+        assert stats_warm["skipped"] == stats_cold["skipped"] >= 1
+
+
+def _cli_json(args, cwd, env=None):
+    r = subprocess.run(reflint_cmd() + ["check", "--format", "json", "--exit-zero"] + args,
+                       capture_output=True, text=True, cwd=cwd, timeout=300,
+                       env={**os.environ, **(env or {})})
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout), r.stderr
+
+
+def test_cli_jobs_and_cache_give_identical_output(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    _write_tree(str(src))
+    cache_dir = str(tmp_path / "cache")
+    base, _ = _cli_json(["--jobs", "1", "--no-cache", "src"], tmp_path)
+    assert base
+    assert not os.path.exists(tmp_path / ".reflint_cache")  # --no-cache writes nothing
+    for args in (["--jobs", "2", "--no-cache"], ["--jobs", "2", "--cache-dir", cache_dir],
+                 ["--jobs", "1", "--cache-dir", cache_dir],
+                 ["--jobs", "2", "--cache-dir", cache_dir]):
+        out, _ = _cli_json(args + ["src"], tmp_path)
+        assert out == base, args
+
+
+def test_editing_one_file_reanalyses_only_that_file(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    files = _write_tree(str(src))
+    env = {"REFLINT_STATS": "1"}
+    first, err = _cli_json(["src"], tmp_path, env)
+    m = re.search(r"(\d+) files: (\d+) skipped by the pre-filter, (\d+) from the cache, "
+                  r"(\d+) analysed", err)
+    assert m, err
+    n_files, skipped, cached, analysed = map(int, m.groups())
+    assert n_files == len(files) and cached == 0 and analysed == n_files - skipped
+    # The default cache folder: .reflint_cache in the project root (here: the cwd).
+    assert (tmp_path / ".reflint_cache" / ".gitignore").read_text().strip().endswith("*")
+    _, err = _cli_json(["src"], tmp_path, env)
+    assert f"{analysed} from the cache, 0 analysed" in err
+    # Edit one candidate file: only it is analysed again.
+    target = next(f for f in files if f.endswith("_example.py"))
+    with open(target, "a") as fh:
+        fh.write("\n# edited\n")
+    again, err = _cli_json(["src"], tmp_path, env)
+    assert f"{analysed - 1} from the cache, 1 analysed" in err
+    assert again == first
+
+
+def test_default_cache_dir_is_at_the_project_root(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    sub = tmp_path / "pkg" / "sub"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    monkeypatch.delenv(cache_mod.ENV_CACHE_DIR, raising=False)
+    assert cache_mod.default_cache_dir() == str(tmp_path / ".reflint_cache")
+    monkeypatch.setenv(cache_mod.ENV_CACHE_DIR, str(tmp_path / "elsewhere"))
+    assert cache_mod.default_cache_dir() == str(tmp_path / "elsewhere")
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert cache_mod.project_root(str(bare)) == str(tmp_path)
+
+
+BAD = "import jax\nimport jax.numpy as jnp\nx_ref = jax.new_ref(jnp.zeros(3))\ny = jnp.sin(x_ref)\n"
+
+
+def _one_file(tmp_path, text=BAD):
+    p = tmp_path / "bad.py"
+    p.write_text(text)
+    return [str(p)]
+
+
+def _entries(c):
+    out = []
+    for root, _, files in os.walk(c.root):
+        out += [os.path.join(root, f) for f in files if f.endswith(".json")]
+    return out
+
+
+def test_corrupted_or_foreign_entries_are_ignored(tmp_path):
+    files = _one_file(tmp_path)
+    other = tmp_path / "other.py"
+    other.write_text(BAD.replace("sin", "cos"))
+    settings = Settings()
+    c = Cache(str(tmp_path / "cache"))
+    expected = _digest(cli.check_paths(files, settings, 1, cache=c))
+    assert expected[0][1], "the file has a finding"
+    _digest(cli.check_paths([str(other)], settings, 1, cache=c))
+    entries = sorted(_entries(c))
+    assert len(entries) == 2
+    for garbage in (b"", b"{not json", b"[]", b'{"key": 1}', b"\xff\xfe",
+                    json.dumps({"key": "x", "path": files[0], "diagnostics": []}).encode()):
+        for e in entries:
+            with open(e, "wb") as fh:
+                fh.write(garbage)
+        stats = {}
+        assert _digest(cli.check_paths(files, settings, 1, cache=Cache(c.directory),
+                                       stats=stats)) == expected
+        assert stats["cached"] == 0 and stats["analysed"] == 1
+    # A well-formed entry of another file, put in this file's place: ignored.
+    key = c.key(files[0], open(files[0], "rb").read(), settings)
+    okey = c.key(str(other), other.read_bytes(), settings)
+    cli.check_paths([str(other)], settings, 1, cache=Cache(c.directory))
+    shutil.copy(c._entry(okey), c._entry(key))
+    stats = {}
+    assert _digest(cli.check_paths(files, settings, 1, cache=Cache(c.directory),
+                                   stats=stats)) == expected
+    assert stats["cached"] == 0
+    # ... and the entry is rewritten, so the next run hits.
+    stats = {}
+    cli.check_paths(files, settings, 1, cache=Cache(c.directory), stats=stats)
+    assert stats["cached"] == 1
+
+
+def test_settings_path_and_reflint_sources_are_part_of_the_key(tmp_path, monkeypatch):
+    files = _one_file(tmp_path)
+    data = open(files[0], "rb").read()
+    c = Cache(str(tmp_path / "cache"))
+    k = c.key(files[0], data, Settings())
+    assert k != c.key(files[0], data, Settings(select=frozenset({"REF007"})))
+    assert k != c.key(files[0], data, Settings(target_jax_version=(0, 7, 1)))
+    assert k != c.key(files[0] + "x", data, Settings())
+    assert k != c.key(files[0], data + b"\n", Settings())
+    monkeypatch.setattr(cache_mod, "_FINGERPRINT", "a developer edited a rule")
+    assert k != c.key(files[0], data, Settings())
+
+
+def test_fingerprint_covers_rule_sources():
+    import reflint.rules as pkg
+
+    cache_mod._FINGERPRINT = None
+    fp = cache_mod.fingerprint()
+    assert len(fp) == 64 and cache_mod.fingerprint() == fp
+    assert any(os.path.exists(os.path.join(p, "ref_returned.py")) for p in pkg.__path__)
+
+
+def test_unwritable_cache_is_skipped(tmp_path):
+    files = _one_file(tmp_path)
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder should be")
+    c = Cache(str(blocker))
+    res = cli.check_paths(files, Settings(), 1, cache=c)
+    assert res[0].diagnostics and c.writes == 0
+
+
+def test_concurrent_runs_share_the_cache(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    _write_tree(str(src))
+    base, _ = _cli_json(["--no-cache", "src"], tmp_path)
+    cmd = reflint_cmd() + ["check", "--format", "json", "--exit-zero", "--cache-dir", "cache",
+                           "src"]
+    procs = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert all(json.loads(o) == base for o in outs)
+    c = Cache(str(tmp_path / "cache"))
+    assert not [f for f in os.listdir(c.root) if f.startswith(".tmp-")]
+    for e in _entries(c):
+        json.loads(open(e).read())  # complete entries only
+    warm, _ = _cli_json(["--cache-dir", "cache", "src"], tmp_path)
+    assert warm == base
+
+
+def test_fixes_still_work_with_a_warm_cache(tmp_path):
+    p = tmp_path / "bad.py"
+    p.write_text(BAD)
+    env = {"REFLINT_CACHE_DIR": str(tmp_path / "cache")}
+    _cli_json([str(p)], tmp_path, env)  # fills the cache
+    r = subprocess.run(reflint_cmd() + ["check", "--fix", str(p)], capture_output=True,
+                       text=True, cwd=tmp_path, env={**os.environ, **env}, timeout=300)
+    assert "jnp.sin(x_ref[...])" in p.read_text(), r.stdout + r.stderr
+
+
+def test_worker_errors_do_not_stop_the_run(tmp_path, monkeypatch):
+    files = _one_file(tmp_path)
+
+    def boom(*a, **k):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli, "lint_source", boom)
+    c = Cache(str(tmp_path / "cache"))
+    res = cli.check_paths(files, Settings(), 1, cache=c)
+    assert "internal error" in res[0].diagnostics[0].message
+    assert c.writes == 0  # internal errors are not cached
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
