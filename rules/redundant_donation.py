@@ -4,7 +4,7 @@ import libcst as cst
 
 from reflint import api
 from reflint.diagnostics import SAFE, UNSAFE, Edit, Fix
-from reflint.rule import Finding, Rule
+from reflint.rule import REF_TRIGGERS, Finding, Rule
 from reflint.values import FuncVal, RefVal
 
 _KEYWORDS = ("donate_argnums", "donate_argnames")
@@ -83,8 +83,7 @@ class RedundantDonation(Rule):
     code = "REF014"
     name = "redundant-donation"
     fixable = SAFE
-    triggers = (r"\A(?=[\s\S]*?donate_arg)[\s\S]*?(?:new_ref|empty_ref|array_ref|mutable_array"
-                r"|MutableArray|ArrayRef|\bRef\b)")
+    triggers = r"\A(?=[\s\S]*?donate_arg)[\s\S]*?" + REF_TRIGGERS
 
     def check(self, analysis):
         for info in analysis.all_functions():
