@@ -1311,14 +1311,8 @@ class ModuleAnalysis:
         return None
 
     def _eval_slices(self, node: cst.Subscript, state: _State) -> None:
-        for el in node.slice:
-            s = el.slice
-            if isinstance(s, cst.Index):
-                self._eval(s.value, state)
-            else:
-                for part in (s.lower, s.upper, s.step):
-                    if part is not None:
-                        self._eval(part, state)
+        for expr in slice_exprs(node):
+            self._eval(expr, state)
 
     def _eval_comprehension(self, node, state: _State) -> None:
         cs = state.copy()
@@ -1760,6 +1754,18 @@ def _positions_of(module: cst.Module):
     except AttributeError:  # pragma: no cover - libcst internals changed
         wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
         return wrapper.resolve(cst.metadata.PositionProvider)
+
+
+def slice_exprs(node: cst.Subscript):
+    """The expressions inside a subscript's index (``i``, ``a:b:c``, ``i, j``)."""
+    for el in node.slice:
+        s = el.slice
+        if isinstance(s, cst.Index):
+            yield s.value
+        else:
+            for part in (s.lower, s.upper, s.step):
+                if part is not None:
+                    yield part
 
 
 def _body(block) -> list:

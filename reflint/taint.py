@@ -29,6 +29,7 @@ from typing import Optional
 import libcst as cst
 
 from . import api
+from .analysis import slice_exprs
 from .values import QN, FuncVal, RefVal, iter_refs
 
 EMPTY: frozenset = frozenset()
@@ -473,14 +474,8 @@ class _Walker:
     # -- expressions -------------------------------------------------------------------------
 
     def _slices(self, node: cst.Subscript, frame: _Frame) -> None:
-        for el in node.slice:
-            s = el.slice
-            if isinstance(s, cst.Index):
-                self._expr(s.value, frame)
-            else:
-                for part in (s.lower, s.upper, s.step):
-                    if part is not None:
-                        self._expr(part, frame)
+        for expr in slice_exprs(node):
+            self._expr(expr, frame)
 
     def _name(self, name: str, frame: _Frame) -> frozenset:
         if name in frame.env:
