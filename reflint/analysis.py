@@ -742,6 +742,11 @@ class ModuleAnalysis:
         if p.annotation_qn and api.canonical(p.annotation_qn) == api.REF_TYPE:
             return RefVal(key=("param", id(info.node), p.name), origin="param", node=p.node,
                           scope=info, name=p.name)
+        if p.node.annotation is not None and isinstance(p.node.annotation.annotation, cst.Name):
+            # `s: State` with State a class of this module: its instances' attributes.
+            cls = self._lookup_static(p.node.annotation.annotation, info)
+            if isinstance(cls, ClassVal):
+                return InstanceVal(cls.cls)
         if info.is_method and p is info.params[0] and p.kind in ("pos", "posonly") and \
                 "staticmethod" not in info.decorator_kinds:
             if "classmethod" in info.decorator_kinds:
@@ -905,9 +910,15 @@ class ModuleAnalysis:
         elif t is cst.AnnAssign:
             value = self._eval(stmt.value, state) if stmt.value is not None else None
             ann = self._annotation_qn(stmt.annotation.annotation, self._func)
-            if stmt.value is not None and value is None and ann and \
+            cls = self._current_class
+            if cls is not None and isinstance(stmt.target, cst.Name) and ann and \
                     api.canonical(ann) == api.REF_TYPE:
-                value = None  # annotated Ref but the value is unknown: trust the value only
+                # A class field annotated `jax.Ref` (dataclasses, flax structs): every
+                # instance's attribute is a ref — not one ref, so never compared for aliasing.
+                field_name = stmt.target.value
+                self._new_attrs.setdefault(id(cls), {})[field_name] = RefVal(
+                    key=("field", id(cls.node), field_name), origin="field", node=stmt,
+                    scope=None, name=field_name, unique=False)
             if stmt.value is not None:
                 self._bind_target(stmt.target, value, state, stmt, value_expr=stmt.value)
         elif t is cst.AugAssign:
