@@ -12,6 +12,7 @@ Each fixture is a fresh process, like a user's run.
 """
 
 import fnmatch
+import importlib.util
 import os
 import re
 import subprocess
@@ -43,6 +44,17 @@ MISSING_IN_INSTALLED_JAX: dict[str, str] = {
         "REF015 positives that still run are the unavailable_jax_api/target_*.py fixtures "
         "(linted for an older target with `# fixture-target-jax-version:`).",
 }
+
+
+# Third-party libraries some fixtures import; without them installed the fixture is skipped.
+OPTIONAL_LIBRARIES = ("flax", "optax", "chex", "equinox")
+IMPORT_RE = re.compile(r"^\s*(?:import|from)\s+(\w+)", re.M)
+
+
+def missing_libraries(path: Path) -> list[str]:
+    used = set(IMPORT_RE.findall(path.read_text(encoding="utf-8")))
+    return [m for m in OPTIONAL_LIBRARIES
+            if m in used and importlib.util.find_spec(m) is None]
 
 
 def missing_in_installed_jax(path: Path) -> str | None:
@@ -85,7 +97,7 @@ def results(request):
     chosen = {item.callspec.params["path"] for item in request.session.items
               if getattr(item, "module", None) is request.module
               and "path" in getattr(getattr(item, "callspec", None), "params", {})}
-    files = [p for p in FILES if p in chosen]
+    files = [p for p in FILES if p in chosen and not missing_libraries(p)]
     with ThreadPoolExecutor(max_workers=JOBS) as pool:
         return dict(zip(files, pool.map(_run, files)))
 
@@ -103,6 +115,9 @@ def test_missing_in_installed_jax_patterns_match():
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(FIXTURES)) for p in FILES])
 def test_fixture_under_runtime(results, path):
+    missing = missing_libraries(path)
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (not installed)")
     p = results[path]
     device = next((ln for ln in p.stderr.splitlines() if "default device" in ln), "?")
     print(f"{path.relative_to(FIXTURES)}: {device}")
