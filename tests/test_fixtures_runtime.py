@@ -30,9 +30,10 @@ FIXTURES = ROOT / "tests" / "fixtures"
 EXPECT_RE = re.compile(r"#\s*expect:\s*(REF\d{3}(?:\s*,\s*REF\d{3})*)")
 CODE_RE = re.compile(r"^(REF\d{3}) [a-z-]+: ", re.M)
 TIMEOUT_S = 300
-# Processes at once.  Most of a run is the JAX import (about 2-3 s, partly I/O), so a few
-# more processes than cores still help (measured on 2 cores: 2 -> 3 workers saves ~20%).
-JOBS = int(os.environ.get("REFLINT_FIXTURE_JOBS", "0")) or min(4, (os.cpu_count() or 1) + 1)
+# Processes at once: one per core.  A run is CPU-bound (importing JAX: ~1 s of user time per
+# process, wall = user), so more processes than cores do not help: measured on 2 cores for 45
+# fixtures, 2, 3 and 4 workers all took 25-32 s, within the noise of a shared machine.
+JOBS = int(os.environ.get("REFLINT_FIXTURE_JOBS", "0")) or max(2, min(8, os.cpu_count() or 2))
 
 #: The one place listing fixtures that cannot run on the installed JAX, with the reason.
 #: Keys are glob patterns relative to tests/fixtures/.
