@@ -30,6 +30,21 @@ def expectations(source: str) -> set:
     return exp
 
 
+# A fixture may lint against another JAX version than the default target with a line
+# `# fixture-target-jax-version: 0.7.1` (REF015 fixtures: code written for another JAX that
+# still runs on the installed one).
+TARGET = re.compile(r"^#\s*fixture-target-jax-version:\s*([0-9.]+)\s*$", re.M)
+
+
+def fixture_settings(source: str, **kwargs):
+    from reflint.settings import Settings, parse_version
+
+    m = TARGET.search(source)
+    if m:
+        kwargs["target_jax_version"] = parse_version(m.group(1))
+    return Settings(**kwargs)
+
+
 def strip_expect_comments(source: str) -> str:
     return re.sub(r"[ \t]*#\s*expect:[^\n]*", "", source)
 

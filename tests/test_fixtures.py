@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from conftest import FIXTURES, expectations, fixture_files, strip_expect_comments
+from conftest import (FIXTURES, expectations, fixture_files, fixture_settings,
+                      strip_expect_comments)
 from reflint.engine import fix_source, lint_source
-from reflint.settings import Settings
 
 FILES = fixture_files()
 
@@ -19,7 +19,7 @@ def rel(p):
 def test_fixture_expectations(path):
     with open(path, encoding="utf-8") as fh:
         source = fh.read()
-    result = lint_source(source, path, Settings())
+    result = lint_source(source, path, fixture_settings(source))
     reported = {(d.line, d.code) for d in result.diagnostics}
     expected = expectations(source)
     missing = expected - reported
@@ -33,8 +33,8 @@ def test_fixture_expectations(path):
 def test_prefilter_is_conservative(path):
     with open(path, encoding="utf-8") as fh:
         source = fh.read()
-    on = lint_source(source, path, Settings(), use_prefilter=True).diagnostics
-    off = lint_source(source, path, Settings(), use_prefilter=False).diagnostics
+    on = lint_source(source, path, fixture_settings(source), use_prefilter=True).diagnostics
+    off = lint_source(source, path, fixture_settings(source), use_prefilter=False).diagnostics
     assert on == off
 
 
@@ -48,7 +48,7 @@ def test_fix_produces_twin(path):
         source = fh.read()
     with open(path[:-3] + ".fixed.py", encoding="utf-8") as fh:
         twin = fh.read()
-    settings = Settings()
+    settings = fixture_settings(source)
     outcome = fix_source(source, path, settings)
     assert outcome.error is None
     assert outcome.fixed > 0
@@ -69,7 +69,7 @@ def test_unsafe_fix_produces_twin(path):
         source = fh.read()
     with open(path[:-3] + ".unsafe-fixed.py", encoding="utf-8") as fh:
         twin = fh.read()
-    settings = Settings(unsafe_fixes=True)
+    settings = fixture_settings(source, unsafe_fixes=True)
     outcome = fix_source(source, path, settings)
     assert outcome.error is None
     assert outcome.fixed > 0
@@ -77,4 +77,4 @@ def test_unsafe_fix_produces_twin(path):
     again = fix_source(outcome.source, path, settings)
     assert again.fixed == 0 and again.source == outcome.source
     if not os.path.exists(path[:-3] + ".fixed.py"):
-        assert fix_source(source, path, Settings()).fixed == 0
+        assert fix_source(source, path, fixture_settings(source)).fixed == 0

@@ -107,7 +107,11 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("REF005", re.compile(r"with vmapped value on an unbatched array reference"),
      "Pass the ref as an argument of the mapped function (with a mapped axis), or write from "
      "outside the mapped function."),
-    ("REF008", re.compile(r"with a differentiated value on a non-differentiated array reference"),
+    ("REF008", re.compile(r"with a differentiated value on a non-differentiated array reference"
+                          # jax.ref.addupdate's JVP rule (0.7.1 ... 0.10.2) lacks swap's check
+                          # and binds addupdate on the symbolic-zero tangent of the ref
+                          r"|argument to addupdate as a JAX value\. The problematic value is of "
+                          r"type <class '[\w.]*\.Zero'> and was passed to addupdate at position 0"),
      "Write jax.lax.stop_gradient(value) into a plumbing ref, or make the ref an argument of "
      "the differentiated function (jax.vjp(...).with_refs on JAX >= 0.9)."),
     ("REF006", re.compile(r"Effects not supported in partial-eval of `?checkpoint`?/`?remat`?"),
