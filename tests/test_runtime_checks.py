@@ -1,4 +1,6 @@
 """Unit tests for reflint.runtime: one test (or more) per check, by error class and code."""
+# This file misuses refs on purpose, to trigger the runtime checks:
+# reflint: skip-file
 
 import jax
 import jax.numpy as jnp
