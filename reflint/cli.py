@@ -359,8 +359,14 @@ def _cmd_check(args) -> int:
 
 
 def _diff(before: str, after: str, path: str) -> str:
+    """A unified diff; `a/`/`b/` prefixes for paths under the working directory (as git)."""
+    rel = os.path.relpath(path) if os.path.isabs(path) else path
+    if rel.startswith(".."):
+        old, new = path, path
+    else:
+        old, new = f"a/{rel}", f"b/{rel}"
     return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
-                                        fromfile=f"a/{path}", tofile=f"b/{path}"))
+                                        fromfile=old, tofile=new))
 
 
 def cmd_check_stdin(args, resolver: Resolver) -> int:
