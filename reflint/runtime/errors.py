@@ -129,7 +129,9 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
         r"|bad operand type for unary .*'(?:Array)?Ref'"
         r"|argument must be .*not '(?:Array)?Ref'"
         r"|requires ndarray or scalar arguments, got <class '[\w.]*(?:Tracer|Ref)'>"
-        r"|__array__\(\) was called on traced array with shape Ref\{", re.S),
+        r"|__array__\(\) was called on traced array with shape Ref\{"
+        # jax.random.* given a ref holding key data
+        r"|unexpected PRNG key type <class '[\w.]*Ref'>", re.S),
      "Read the ref first: use x_ref[...] (or x_ref[idx]) to get an Array, then do math on it."),
     ("REF013", re.compile(r"JAX arrays are immutable and do not support in-place item assignment"),
      "jax.Array is immutable: use x.at[idx].set(v), or keep the state in a ref "
