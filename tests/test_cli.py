@@ -111,3 +111,24 @@ def test_rule_explanation(reflint):
     assert r.returncode == 0
     assert "# REF001 ref-returned" in r.stdout and "## Why is this bad?" in r.stdout
     assert reflint("rule", "REF998").returncode == 2
+
+
+def test_static_linting_imports_no_jax(tmp_path):
+    """Linting (CLI path, all rules) never imports JAX or the user's code."""
+    import subprocess
+    import sys
+
+    (tmp_path / "user_mod.py").write_text("raise SystemExit('user code was imported')\n")
+    (tmp_path / "bad.py").write_text("import user_mod\n" + BAD)
+    code = (
+        "import sys\n"
+        "from reflint.cli import main\n"
+        f"rc = main(['check', '--no-cache', '-j', '1', {str(tmp_path)!r}])\n"
+        "assert rc == 1, rc\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'user_mod'))\n"
+        "assert not bad, bad\n"
+        "print('ok')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
