@@ -8,6 +8,16 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+# The seed doc's error examples (tests/runtime_examples/errN_*.py) and the code each must get,
+# statically and at run time; the ok_*.py examples must get none.
+SEED_EXAMPLE_CODES = {
+    "err1_return_ref.py": "REF001",
+    "err2_passed_twice.py": "REF002",
+    "err3_closed_and_passed.py": "REF003",
+    "err4_freeze_jit_arg.py": "REF004",
+    "err5_vmap_closed_write.py": "REF005",
+    "err6_diff_into_plumbing.py": "REF008",
+}
 EXPECT = re.compile(r"#\s*expect:\s*(REF\d{3}(?:\s*,\s*REF\d{3})*)")
 
 

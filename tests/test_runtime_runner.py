@@ -11,20 +11,15 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from conftest import SEED_EXAMPLE_CODES
+
 import reflint.runtime as rt
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "tests" / "runtime_examples"
 CODE_RE = re.compile(r"^(REF\d{3}) [a-z-]+: ", re.M)
 
-EXPECTED = {
-    "err1_return_ref.py": "REF001",
-    "err2_passed_twice.py": "REF002",
-    "err3_closed_and_passed.py": "REF003",
-    "err4_freeze_jit_arg.py": "REF004",
-    "err5_vmap_closed_write.py": "REF005",
-    "err6_diff_into_plumbing.py": "REF008",
-}
+EXPECTED = SEED_EXAMPLE_CODES
 CLEAN = ["ok_foreach.py", "ok_stash_grads.py", "ok_sin_inplace.py", "ok_vmap_dist.py",
          "ok_intro.py"]
 

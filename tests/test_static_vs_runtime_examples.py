@@ -5,19 +5,12 @@ import os
 
 import pytest
 
-from conftest import ROOT, run_reflint
+from conftest import ROOT, SEED_EXAMPLE_CODES, run_reflint
 from reflint.engine import lint_source
 from reflint.settings import Settings
 
 EXAMPLES = os.path.join(ROOT, "tests", "runtime_examples")
-EXPECTED = {
-    "err1_return_ref.py": "REF001",
-    "err2_passed_twice.py": "REF002",
-    "err3_closed_and_passed.py": "REF003",
-    "err4_freeze_jit_arg.py": "REF004",
-    "err5_vmap_closed_write.py": "REF005",
-    "err6_diff_into_plumbing.py": "REF008",
-}
+EXPECTED = SEED_EXAMPLE_CODES
 
 
 @pytest.mark.parametrize("name", sorted(os.listdir(EXAMPLES)))
