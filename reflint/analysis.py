@@ -1428,6 +1428,12 @@ class ModuleAnalysis:
                 for a, v in args:
                     if isinstance(v, RefVal):
                         self._ref_use("call_arg", a.value, v, node, qn)
+                    elif isinstance(a.value, (cst.List, cst.Tuple)):
+                        # jnp.stack([a_ref, b]): refs listed directly in a sequence argument.
+                        for el in a.value.elements:
+                            ev = self._values.get(id(el.value))
+                            if isinstance(ev, RefVal) and not isinstance(el, cst.StarredElement):
+                                self._ref_use("call_arg", el.value, ev, node, qn)
                 if api.returns_jax_array(qn):
                     return ArrayVal(node)
             return None
