@@ -130,7 +130,7 @@ def ref_source_names() -> list:
 
 # Modules whose functions compute on Arrays: passing an unread Ref to them is REF007.
 ARRAY_FUNCTION_MODULES = ("jax.numpy.", "jax.lax.", "numpy.", "jax.nn.", "jax.scipy.",
-                          "jax.random.", "jax._src.numpy.", "jax._src.lax.lax.")
+                          "jax.random.", "math.", "jax._src.numpy.", "jax._src.lax.lax.")
 # Functions of those modules that only look at shape/dtype metadata, or take refs on purpose.
 ARRAY_FUNCTION_EXEMPT = frozenset({
     "shape", "ndim", "size", "result_type", "dtype", "isscalar", "iterable", "issubdtype",

@@ -12,7 +12,7 @@ class RefUsedAsArray(Rule):
     ## What it does
     Reports a Ref used as an operand of arithmetic, comparison, unary or matmul operators
     (`x_ref + 1`, `-x_ref`, `x_ref @ w`, `x_ref == 0`), passed to a `jax.numpy`, `jax.lax`,
-    `jax.nn`, `jax.scipy`, `jax.random` or NumPy function (`jnp.sin(x_ref)`, `np.asarray(x_ref)`,
+    `jax.nn`, `jax.scipy`, `jax.random`, NumPy or `math` function (`jnp.sin(x_ref)`, `np.asarray(x_ref)`,
     `lax.stop_gradient(x_ref)`), converted with `float()`/`int()`, asked for an Array-only
     method or attribute (`.sum()`, `.T`, `.reshape()`, `.astype()`), or rebound with an
     augmented assignment (`x_ref += 1`). Valid uses are not reported: `.shape`, `.dtype`,

@@ -128,6 +128,7 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
         r"|not supported between instances of .*'(?:Array)?Ref'"
         r"|bad operand type for unary .*'(?:Array)?Ref'"
         r"|argument must be .*not '(?:Array)?Ref'"
+        r"|must be real number, not (?:Array)?Ref\b"
         r"|requires ndarray or scalar arguments, got <class '[\w.]*(?:Tracer|Ref)'>"
         r"|__array__\(\) was called on traced array with shape Ref\{"
         # jax.random.* given a ref holding key data
