@@ -84,9 +84,17 @@ class RefPassedTwice(Rule):
             kind = next((k for k in reversed(kinds) if k in CALL_KINDS), None)
             if kind is None:
                 continue
+            # Name each operand by the parameter it reaches (as JAX does), else by its text.
+            params = {id(b.expr): b.param for bs in call.bindings.values()
+                      for b in bs.values() if b.expr is not None and b.param}
             seen = {}
             for value, expr in call.operands:
-                label = analysis.module.code_for_node(expr).strip() if expr is not None else ""
+                if expr is None:
+                    label = ""
+                elif id(expr) in params:
+                    label = f"parameter {params[id(expr)]}"
+                else:
+                    label = analysis.module.code_for_node(expr).strip()
                 for ref, path in iter_refs(value):
                     if not ref.unique:
                         continue
