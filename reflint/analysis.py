@@ -819,21 +819,10 @@ class ModuleAnalysis:
             it = self._eval(stmt.iter, state)
             entry = state.copy()
             self._bind_target(stmt.target, _element_of(it), state, stmt)
-            self._exec_block(_body(stmt.body), state)
-            state.dead = False
-            merged = _State.merge(entry, state)
-            if stmt.orelse is not None:
-                self._exec_block(_body(stmt.orelse.body), merged)
-            state.env, state.frozen, state.dead = merged.env, merged.frozen, merged.dead
+            self._exec_loop_rest(stmt, entry, state)
         elif t is cst.While:
             self._eval(stmt.test, state)
-            entry = state.copy()
-            self._exec_block(_body(stmt.body), state)
-            state.dead = False
-            merged = _State.merge(entry, state)
-            if stmt.orelse is not None:
-                self._exec_block(_body(stmt.orelse.body), merged)
-            state.env, state.frozen, state.dead = merged.env, merged.frozen, merged.dead
+            self._exec_loop_rest(stmt, state.copy(), state)
         elif t in (cst.With,):
             for item in stmt.items:
                 v = self._eval(item.item, state)
@@ -882,6 +871,16 @@ class ModuleAnalysis:
             body = getattr(stmt.body, "body", None)
             if isinstance(body, (list, tuple)):
                 self._exec_block(body, state)
+
+    def _exec_loop_rest(self, stmt, entry: _State, state: _State) -> None:
+        """A loop body runs once and merges with the entry state (it may run zero times);
+        then the `else:` block."""
+        self._exec_block(_body(stmt.body), state)
+        state.dead = False
+        merged = _State.merge(entry, state)
+        if stmt.orelse is not None:
+            self._exec_block(_body(stmt.orelse.body), merged)
+        state.env, state.frozen, state.dead = merged.env, merged.frozen, merged.dead
 
     def _exec_if(self, stmt: cst.If, state: _State) -> None:
         self._eval(stmt.test, state)
