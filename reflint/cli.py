@@ -18,7 +18,8 @@ from . import __version__
 from .codes import CODES, META_CODES
 from .config import ConfigError, Resolver, overrides_from_args, show_settings
 from .engine import FileResult, fix_source, lint_bytes
-from .engine import apply_noqa, decode, is_candidate, lint_source, parse_error
+from .engine import PARSE_ERROR, apply_noqa, decode, is_candidate, lint_non_candidate
+from .engine import lint_source, parse_error
 from .output import (format_concise, format_github, format_json, format_sarif,
                      format_statistics, format_text, summary_line, use_color)
 from .rule import all_rules, rule_by_code
@@ -127,8 +128,15 @@ def _init_worker(settings: Settings) -> None:
 
 
 def _lint_task(task) -> tuple:
-    """(index, path, source) -> (index, diagnostics, cacheable). The pre-filter already ran."""
-    index, path, source = task
+    """(index, path, source, candidate) -> (index, diagnostics, cacheable). The pre-filter
+    already ran: a non-candidate is only checked for syntax errors and suppressions."""
+    index, path, source, candidate = task
+    if not candidate:
+        try:
+            s = (_WORKER_SETTINGS if _WORKER_SETTINGS is not None else Settings()).for_path(path)
+            return index, lint_non_candidate(source, path, s).diagnostics, True
+        except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
+            return index, [_internal_error(path, e)], False
     settings = _WORKER_SETTINGS if _WORKER_SETTINGS is not None else Settings()
     # A syntax tree is millions of young objects without cycles: the cyclic garbage collector
     # would scan the growing tree again and again while it is built. It is paused for the
@@ -145,6 +153,12 @@ def _lint_task(task) -> tuple:
             gc.collect(0)
 
 
+def _cost(task) -> float:
+    """A task's expected work, in characters of source to analyse: a syntax check alone
+    (stdlib ``ast``) costs about a tenth of libcst's parse and the analysis."""
+    return len(task[2]) if task[3] else len(task[2]) / 10
+
+
 def _pool_context():
     import multiprocessing
 
@@ -158,12 +172,12 @@ def _pool_context():
 
 def _run_tasks(tasks: list, settings: Settings, jobs: int):
     """Yield (index, diagnostics, cacheable) for every task, in any order."""
-    total = sum(len(t[2]) for t in tasks)
+    total = sum(_cost(t) for t in tasks)
     if jobs > 1 and len(tasks) > 1 and total >= PARALLEL_MIN_CHARS:
         from concurrent.futures.process import BrokenProcessPool
 
         # Biggest files first: the slowest task starts at once (longest-processing-time order).
-        ordered = sorted(tasks, key=lambda t: -len(t[2]))
+        ordered = sorted(tasks, key=lambda t: -_cost(t))
         done: set = set()
         try:
             with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
@@ -207,33 +221,41 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
         except (SyntaxError, UnicodeDecodeError, LookupError):
             results[i] = lint_bytes(data, path, settings)  # reports the decoding problem
             continue
-        if not is_candidate(source, settings):
-            # No rule can fire; suppression comments are still checked (REF901/REF902).
-            diags = apply_noqa([], source, settings.for_path(path), path) \
-                if "noqa" in source else []
-            results[i] = FileResult(path, diags, source, skipped=True)
+        candidate = is_candidate(source, settings)
+        if not candidate:
+            # No rule can fire: only a syntax check (REF900) and the suppression comments
+            # (REF901/REF902) remain, done in the workers and cached like an analysis.
             skipped += 1
-            continue
+            if not settings.for_path(path).enabled(PARSE_ERROR):
+                diags = apply_noqa([], source, settings.for_path(path), path) \
+                    if "noqa" in source else []
+                results[i] = FileResult(path, diags, source, skipped=True)
+                continue
         if cache is not None:
             key = cache.key(path, data, settings)
             diags = cache.get(key, path)
             if diags is not None:
-                results[i] = FileResult(path, diags, source)
+                results[i] = FileResult(path, diags, source, skipped=not candidate)
                 cached += 1
                 continue
             keys[i] = key
-        todo.append((i, path, source))
+        todo.append((i, path, source, candidate))
     sources = {t[0]: t[2] for t in todo}
+    candidates = {t[0] for t in todo if t[3]}
     for index, diags, cacheable in _run_tasks(todo, settings, jobs):
-        results[index] = FileResult(files[index], diags, sources[index])
+        results[index] = FileResult(files[index], diags, sources[index],
+                                    skipped=index not in candidates)
         if cache is not None and cacheable and index in keys:
             cache.put(keys[index], files[index], diags)
-    info = {"files": len(files), "skipped": skipped, "cached": cached, "analysed": len(todo)}
+    # skipped: the pre-filter ruled them out (syntax check only); cached: results of either
+    # kind read from the cache; analysed: candidates parsed and analysed in this run.
+    info = {"files": len(files), "skipped": skipped, "cached": cached,
+            "analysed": len(candidates)}
     if stats is not None:
         stats.update(info)
     if os.environ.get("REFLINT_STATS"):
         print(f"reflint: {info['files']} files: {skipped} skipped by the pre-filter, "
-              f"{cached} from the cache, {len(todo)} analysed", file=sys.stderr)
+              f"{cached} from the cache, {info['analysed']} analysed", file=sys.stderr)
     return results
 
 

@@ -270,8 +270,7 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
     if "skip-file" in source and _SKIP_FILE.search(source):
         return FileResult(path, [], source, skipped=True)
     if use_prefilter and not prefilter(settings).search(source):
-        # No rule can fire; suppression comments are still checked (REF901/REF902).
-        return FileResult(path, apply_noqa([], source, settings, path), source, skipped=True)
+        return lint_non_candidate(source, path, settings)
     try:
         module = parse_module(source)
     except cst.ParserSyntaxError as e:
@@ -286,6 +285,41 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
         return FileResult(path, diags, source)
     diags = check_module(module, path, settings, source)
     return FileResult(path, apply_noqa(diags, source, settings, path), source)
+
+
+def lint_non_candidate(source: str, path: str, settings: Settings) -> FileResult:
+    """A file the pre-filter rules out (``settings`` already resolved for ``path``): no rule
+    can fire, so it is not analysed, but it is still checked for syntax errors (REF900) and
+    its suppression comments are still checked (REF901/REF902)."""
+    if settings.enabled(PARSE_ERROR):
+        error = syntax_error_only(source, path)
+        if error is not None:
+            return FileResult(path, [error], source, skipped=True)
+    diags = apply_noqa([], source, settings, path) if "noqa" in source else []
+    return FileResult(path, diags, source, skipped=True)
+
+
+def syntax_error_only(source: str, path: str) -> Optional[Diagnostic]:
+    """REF900 if ``source`` does not parse, without building a syntax tree reflint would use.
+
+    CPython's compiler checks it first (stdlib ``ast``: about 10x faster than libcst, ~0.2 s
+    for the 37k lines of jax/flax/optax/chex the pre-filter skips). Only when CPython rejects
+    the file is libcst asked too: libcst is the parser of every file reflint analyses, and it
+    accepts syntax newer than the running interpreter's (``type X = ...`` on Python 3.11), so a
+    file is reported only when libcst rejects it as well — the same verdict a candidate file
+    gets."""
+    try:
+        compile(source, path, "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
+        return None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    try:
+        parse_module(source)
+    except cst.ParserSyntaxError as e:
+        return _syntax_error(path, source, e)
+    except (RecursionError, MemoryError, ValueError) as e:
+        return parse_error(path, f"cannot parse file: {type(e).__name__}: {e}")
+    return None
 
 
 def check_module(module: cst.Module, path: str, settings: Settings,

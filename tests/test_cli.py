@@ -70,6 +70,24 @@ def test_parse_error_reported_and_run_continues(tmp_path, reflint):
     assert "Traceback" not in r.stderr
 
 
+def test_parse_error_in_a_file_no_rule_needs(tmp_path, reflint):
+    # No trigger text: the file is never analysed, yet its syntax error is reported with
+    # CPython's message and position, and a noqa comment cannot hide it.
+    (tmp_path / "plain.py").write_text("import os\n\nif True\n    x = 1  # noqa\n")
+    # Syntax newer than this interpreter's but accepted by libcst (PEP 695 on Python 3.11):
+    # libcst is the parser of record, so nothing is reported, as for an analysed file.
+    (tmp_path / "new_syntax.py").write_text("type Vector = list[float]\n")
+    (tmp_path / "ok.py").write_text("import os\n")
+    r = reflint("check", "--format", "json", str(tmp_path))
+    data = json.loads(r.stdout)
+    assert [(d["path"].rsplit("/", 1)[1], d["code"], d["line"]) for d in data] == \
+        [("plain.py", "REF900", 3)], data
+    assert "expected ':'" in data[0]["message"]
+    assert r.returncode == 1
+    r = reflint("check", "--ignore", "REF900", str(tmp_path))
+    assert r.returncode == 0, r.stdout
+
+
 def test_fix_rewrites_only_the_ref_and_is_idempotent(tmp_path, reflint):
     p = tmp_path / "bad.py"
     p.write_text(BAD + "# trailing comment\n")

@@ -61,7 +61,11 @@ def _write_tree(root):
         fh.write("import numpy as np\n\nx = np.zeros(3) + 1\n")
     with open(os.path.join(root, "broken.py"), "w") as fh:
         fh.write("import jax\nx = jax.new_ref(\n")
-    return sorted(paths + [os.path.join(root, "plain.py"), os.path.join(root, "broken.py")])
+    # A file the pre-filter rules out that does not parse either: still REF900.
+    with open(os.path.join(root, "plain_broken.py"), "w") as fh:
+        fh.write("import numpy as np\n\ndef f(:\n    pass\n")
+    return sorted(paths + [os.path.join(root, n)
+                           for n in ("plain.py", "broken.py", "plain_broken.py")])
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,8 +191,12 @@ def test_jobs_1_and_2_cold_and_warm_are_identical(tmp_path, monkeypatch):
         assert _digest(cli.check_paths(files, settings, jobs, cache=Cache(c.directory),
                                        stats=stats_warm)) == reference
         assert stats_cold["analysed"] > 0 and stats_cold["cached"] == 0
-        assert stats_warm["analysed"] == 0 and stats_warm["cached"] == stats_cold["analysed"]
-        assert stats_warm["skipped"] == stats_cold["skipped"] >= 1
+        # Every file's result is cached: the analysed candidates' and the syntax-checked rest's.
+        assert stats_warm["analysed"] == 0 and stats_warm["cached"] == len(files)
+        assert stats_warm["skipped"] == stats_cold["skipped"] >= 2
+        by_name = {os.path.basename(p): ds for p, ds in reference}
+        assert [d["code"] for d in by_name["plain_broken.py"]] == ["REF900"]
+        assert by_name["plain.py"] == []
 
 
 def _cli_json(args, cwd, env=None):
@@ -228,13 +236,13 @@ def test_editing_one_file_reanalyses_only_that_file(tmp_path):
     # The default cache folder: .reflint_cache in the project root (here: the cwd).
     assert (tmp_path / ".reflint_cache" / ".gitignore").read_text().strip().endswith("*")
     _, err = _cli_json(["src"], tmp_path, env)
-    assert f"{analysed} from the cache, 0 analysed" in err
+    assert f"{n_files} from the cache, 0 analysed" in err
     # Edit one candidate file: only it is analysed again.
     target = next(f for f in files if f.endswith("_example.py"))
     with open(target, "a") as fh:
         fh.write("\n# edited\n")
     again, err = _cli_json(["src"], tmp_path, env)
-    assert f"{analysed - 1} from the cache, 1 analysed" in err
+    assert f"{n_files - 1} from the cache, 1 analysed" in err
     assert again == first
 
 
