@@ -128,15 +128,17 @@ def _init_worker(settings: Settings) -> None:
 
 
 def _lint_task(task) -> tuple:
-    """(index, path, source, candidate) -> (index, diagnostics, cacheable). The pre-filter
-    already ran: a non-candidate is only checked for syntax errors and suppressions."""
+    """(index, path, source, candidate) -> (index, diagnostics, cacheable, skipped). The
+    textual pre-filter already ran in the parent: a non-candidate is only checked for syntax
+    errors and suppressions; a candidate goes through the ``ast`` stage (reflint.gate) and,
+    if that keeps it, libcst and the analysis."""
     index, path, source, candidate = task
     if not candidate:
         try:
             s = (_WORKER_SETTINGS if _WORKER_SETTINGS is not None else Settings()).for_path(path)
-            return index, lint_non_candidate(source, path, s).diagnostics, True
+            return index, lint_non_candidate(source, path, s).diagnostics, True, True
         except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
-            return index, [_internal_error(path, e)], False
+            return index, [_internal_error(path, e)], False, False
     settings = _WORKER_SETTINGS if _WORKER_SETTINGS is not None else Settings()
     # A syntax tree is millions of young objects without cycles: the cyclic garbage collector
     # would scan the growing tree again and again while it is built. It is paused for the
@@ -144,9 +146,10 @@ def _lint_task(task) -> tuple:
     gc_enabled = gc.isenabled()
     gc.disable()
     try:
-        return index, lint_source(source, path, settings, use_prefilter=False).diagnostics, True
+        res = lint_source(source, path, settings, regex_done=True)
+        return index, res.diagnostics, True, res.skipped
     except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
-        return index, [_internal_error(path, e)], False
+        return index, [_internal_error(path, e)], False, False
     finally:
         if gc_enabled:
             gc.enable()
@@ -207,6 +210,7 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
     results: list = [None] * len(files)
     todo = []  # (index, path, source)
     keys: dict = {}
+    todo_candidate: dict = {}
     skipped = cached = 0
     for i, path in enumerate(files):
         try:
@@ -240,21 +244,28 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
                 continue
             keys[i] = key
         todo.append((i, path, source, candidate))
+        todo_candidate[i] = candidate
     sources = {t[0]: t[2] for t in todo}
-    candidates = {t[0] for t in todo if t[3]}
-    for index, diags, cacheable in _run_tasks(todo, settings, jobs):
-        results[index] = FileResult(files[index], diags, sources[index],
-                                    skipped=index not in candidates)
+    analysed = gated = 0
+    for index, diags, cacheable, was_skipped in _run_tasks(todo, settings, jobs):
+        results[index] = FileResult(files[index], diags, sources[index], skipped=was_skipped)
+        if todo_candidate[index]:
+            if was_skipped:
+                gated += 1
+            else:
+                analysed += 1
         if cache is not None and cacheable and index in keys:
             cache.put(keys[index], files[index], diags)
     # skipped: the pre-filter ruled them out (syntax check only); cached: results of either
     # kind read from the cache; analysed: candidates parsed and analysed in this run.
-    info = {"files": len(files), "skipped": skipped, "cached": cached,
-            "analysed": len(candidates)}
+    # gated: candidates the ast stage of the pre-filter ruled out in this run.
+    info = {"files": len(files), "skipped": skipped, "gated": gated, "cached": cached,
+            "analysed": analysed}
     if stats is not None:
         stats.update(info)
     if os.environ.get("REFLINT_STATS"):
         print(f"reflint: {info['files']} files: {skipped} skipped by the pre-filter, "
+              f"{gated} ruled out by its ast stage, "
               f"{cached} from the cache, {info['analysed']} analysed", file=sys.stderr)
     return results
 

@@ -15,6 +15,7 @@ from typing import Optional
 
 import libcst as cst
 
+from . import gate
 from .analysis import ModuleAnalysis
 from .codes import CODES, META_CODES
 from .diagnostics import SAFE, Diagnostic
@@ -264,13 +265,21 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
     return lint_source(source, path, settings)
 
 
-def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool = True
-                ) -> FileResult:
+def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool = True,
+                regex_done: bool = False) -> FileResult:
+    """Lint one file. ``use_prefilter=False`` analyses it whatever the pre-filter says (tests
+    compare both); ``regex_done`` says the textual stage already kept it (the CLI runs that
+    stage in the parent process and the ``ast`` stage here, in the workers)."""
     settings = settings.for_path(path)
     if "skip-file" in source and _SKIP_FILE.search(source):
         return FileResult(path, [], source, skipped=True)
-    if use_prefilter and not prefilter(settings).search(source):
-        return lint_non_candidate(source, path, settings)
+    if use_prefilter:
+        if not regex_done and not prefilter(settings).search(source):
+            return lint_non_candidate(source, path, settings)
+        if not gate_allows(source, settings):
+            # The stdlib parser accepted the file, so there is no REF900 to report.
+            diags = apply_noqa([], source, settings, path) if "noqa" in source else []
+            return FileResult(path, diags, source, skipped=True)
     try:
         module = parse_module(source)
     except cst.ParserSyntaxError as e:
@@ -285,6 +294,19 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
         return FileResult(path, diags, source)
     diags = check_module(module, path, settings, source)
     return FileResult(path, apply_noqa(diags, source, settings, path), source)
+
+
+def gate_allows(source: str, settings: Settings) -> bool:
+    """Stage two of the pre-filter (reflint.gate): False if the stdlib ``ast`` shows that no
+    enabled rule can fire. True when in doubt, including when ``ast`` cannot parse the file."""
+    v = gate.verdict(source, settings.select, settings.target_jax_version)
+    if v is None:
+        return True
+    rules = [r.code for r in all_rules() if settings.enabled(r.code)]
+    if v.refs and rules:
+        return True
+    return (v.unavailable and "REF015" in rules) or (v.leak and "REF012" in rules) or \
+        (v.array_item and "REF013" in rules)
 
 
 def lint_non_candidate(source: str, path: str, settings: Settings) -> FileResult:

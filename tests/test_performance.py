@@ -228,11 +228,11 @@ def test_editing_one_file_reanalyses_only_that_file(tmp_path):
     files = _write_tree(str(src))
     env = {"REFLINT_STATS": "1"}
     first, err = _cli_json(["src"], tmp_path, env)
-    m = re.search(r"(\d+) files: (\d+) skipped by the pre-filter, (\d+) from the cache, "
-                  r"(\d+) analysed", err)
+    m = re.search(r"(\d+) files: (\d+) skipped by the pre-filter, (\d+) ruled out by its ast "
+                  r"stage, (\d+) from the cache, (\d+) analysed", err)
     assert m, err
-    n_files, skipped, cached, analysed = map(int, m.groups())
-    assert n_files == len(files) and cached == 0 and analysed == n_files - skipped
+    n_files, skipped, gated, cached, analysed = map(int, m.groups())
+    assert n_files == len(files) and cached == 0 and analysed + gated == n_files - skipped
     # The default cache folder: .reflint_cache in the project root (here: the cwd).
     assert (tmp_path / ".reflint_cache" / ".gitignore").read_text().strip().endswith("*")
     _, err = _cli_json(["src"], tmp_path, env)
