@@ -1,0 +1,375 @@
+"""The ast stage of the pre-filter (reflint.gate): what it rules out, and that it is sound.
+
+Soundness is checked three ways: the rules' findings with the pre-filter on and off on every
+fixture and example (tests/test_performance.py), the gate's verdict against the analysis' own
+facts on fixtures and on installed JAX sources (below), and on generated programs (below)."""
+
+import glob
+import os
+import textwrap
+
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reflint import engine, gate
+from reflint.analysis import ModuleAnalysis
+from reflint.engine import gate_allows, lint_source
+from reflint.rules import array_item_assignment as aia
+from reflint.rules import traced_state_leak as tsl
+from reflint.settings import Settings
+from reflint.values import RefVal
+
+from conftest import fixture_files
+
+ALL = Settings()
+VERSION = ALL.target_jax_version
+
+
+def verdict(src):
+    return gate.verdict(textwrap.dedent(src), ALL.select, VERSION)
+
+
+# --------------------------------------------------------------------------------------------
+# What each question answers
+# --------------------------------------------------------------------------------------------
+
+REFS = [
+    "import jax\nx_ref = jax.new_ref(0.)\n",
+    "import jax as J\nx_ref = J.new_ref(0.)\n",
+    "from jax import new_ref as mk\nx = mk(0.)\n",
+    "from jax._src import core\nx = core.mutable_array(0.)\n",
+    "import jax\ndef f(x: jax.Ref): ...\n",
+    "import jax\ndef f(x: 'jax.Ref'): ...\n",
+    "import jax\nR = jax.Ref\ndef f(x: R): ...\n",  # an alias that becomes an annotation
+    "from jax.experimental import pallas as pl\nout = pl.pallas_call(kernel, out_shape=s)(x)\n",
+    "import jax\nnp_ = jax\n",  # a module object as a value may reach any API
+    "from jax import *\n",
+]
+NO_REFS = [
+    "import jax\nimport jax.numpy as jnp\ny = jnp.sin(jnp.ones(3))\n",
+    "def new_ref(x):\n    return [x]\nr = new_ref(1)\n",  # the user's own new_ref
+    "import jax\ndef f(x):\n    return isinstance(x, jax.Ref)\n",  # a type test
+    "from jax._src.state.types import AbstractRef\nr = AbstractRef(aval)\n",  # not a ref
+    "import jax\n# jax.new_ref(0.) in a comment\ns = 'jax.new_ref'\n",
+    "import jax\nok = hasattr(jax, 'new_ref')\n",
+    "import jax\ndef f(core):\n    core = 1\n    return core\n",
+]
+
+
+@pytest.mark.parametrize("src", REFS)
+def test_refs_found(src):
+    assert verdict(src).refs, src
+
+
+@pytest.mark.parametrize("src", NO_REFS)
+def test_no_refs(src):
+    v = verdict(src)
+    assert not v.refs, src
+
+
+LEAKS = [
+    """\
+    import jax
+    cache = {}
+    @jax.jit
+    def f(x):
+        cache["k"] = x
+        return x
+    """,
+    """\
+    import jax
+    history = []
+    def step(x):
+        history.append(x)
+        return x
+    y = jax.lax.scan(lambda c, x: (step(c), x), 0., xs)
+    """,
+    """\
+    from functools import partial
+    import jax
+    class Counter:
+        @partial(jax.jit, static_argnums=0)
+        def count(self):
+            self.n += 1
+    """,
+    """\
+    import jax
+    class State:
+        pass
+    state = State()
+    def f(x):
+        state.last = x
+        return x
+    g = jax.vmap(f)
+    """,
+]
+NO_LEAKS = [
+    # No transform that traces once per call.
+    """\
+    import jax
+    cache = {}
+    @jax.grad
+    def f(x):
+        cache["k"] = x
+        return x
+    """,
+    # A local container: not state outside the trace.
+    """\
+    import jax
+    @jax.jit
+    def f(x):
+        out = {}
+        out["k"] = x
+        return out
+    """,
+    # A method never traced itself.
+    """\
+    import jax
+    class Model:
+        def __init__(self):
+            self.n = 0
+    f = jax.jit(lambda x: x + 1)
+    """,
+    # An attribute of an object an imported API made.
+    """\
+    import threading
+    import jax
+    class C:
+        pass
+    _env = threading.local()
+    @jax.jit
+    def f(x):
+        _env.last = 1
+        return x
+    """,
+]
+
+
+@pytest.mark.parametrize("src", LEAKS)
+def test_leak_possible(src):
+    assert verdict(src).leak
+
+
+@pytest.mark.parametrize("src", NO_LEAKS)
+def test_leak_ruled_out(src):
+    assert not verdict(src).leak
+
+
+ARRAY_ITEMS = [
+    "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.\n",
+    "from jax import numpy as np\nx = np.zeros(3) + 1\nx[0] += 1.\n",
+    "import jax.numpy as jnp\nxs = [jnp.zeros(3)]\nxs[0][1] = 2.\n",
+    # Through a local function's result and a parameter seeded by a call.
+    """\
+    import jax.numpy as jnp
+    def make():
+        return jnp.ones(3)
+    def put(a):
+        a[0] = 1.
+    put(make())
+    """,
+    # An array function held in a variable.
+    "import jax.numpy as jnp\nop = jnp.add\ny = op(a, b)\ny[0] = 1\n",
+    # A traced function's parameter.
+    """\
+    import jax
+    import jax.numpy as jnp
+    def f(x):
+        x[0] = 1.
+        return x
+    jax.jit(f)(jnp.ones(3))
+    """,
+    # An attribute holding an Array.
+    """\
+    import jax.numpy as jnp
+    class S:
+        def __init__(self):
+            self.buf = jnp.zeros(3)
+        def put(self):
+            self.buf[0] = 1.
+    """,
+]
+NO_ARRAY_ITEMS = [
+    "import jax.numpy as jnp\nd = {}\nd['k'] = jnp.zeros(3)\n",
+    "import jax.numpy as jnp\nshape = list(x.shape)\nshape[0] = 1\ny = jnp.zeros(shape)\n",
+    # The index is an Array, the base is not.
+    "import jax.numpy as jnp\nout = [0] * 3\nout[jnp.argmax(v)] = 1\n",
+    # A dict of rules looked up and called: not an Array.
+    """\
+    import jax.numpy as jnp
+    rules = {}
+    def apply(p, x):
+        res = rules[p](x)
+        res[0] = 1
+    """,
+    # A builtin's result.
+    "import jax.numpy as jnp\nsizes = sorted(jnp.arange(3).tolist())\nsizes[0] = 1\n",
+]
+
+
+@pytest.mark.parametrize("src", ARRAY_ITEMS)
+def test_array_item_possible(src):
+    assert verdict(src).array_item, src
+
+
+@pytest.mark.parametrize("src", NO_ARRAY_ITEMS)
+def test_array_item_ruled_out(src):
+    assert not verdict(src).array_item, src
+
+
+def test_unavailable_names_follow_the_target_version():
+    src = "import jax\nr = jax.array_ref(0.)\n"
+    assert gate.verdict(src, ALL.select, (0, 10, 2)).unavailable
+    assert not gate.verdict(src, ALL.select, (0, 7, 1)).unavailable
+
+
+def test_unparsable_and_newer_syntax_go_to_libcst():
+    assert gate.verdict("def f(:\n", ALL.select, VERSION) is None
+    assert gate_allows("import jax\nx = jax.new_ref(\n", ALL)
+
+
+def test_disabled_rules_are_not_asked():
+    src = "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.\n"
+    assert gate_allows(src, ALL)
+    assert not gate_allows(src, Settings(select=frozenset({"REF001", "REF012"})))
+
+
+# --------------------------------------------------------------------------------------------
+# Soundness against the analysis' own facts
+# --------------------------------------------------------------------------------------------
+
+
+def analysis_facts(source, path):
+    """What the analysis found that rules turn into findings: any ref; REF012's raw material
+    (a mutation in a function traced once per call, of a container, instance or ``self`` the
+    rule considers); REF013's (an item assignment whose base it takes for an Array)."""
+    module = engine.parse_module(source)
+    a = ModuleAnalysis(module, path)
+    a.settings, a.source = ALL, source
+    refs = bool(a.creations) or bool(a._pallas_kernels) or \
+        any(isinstance(v, RefVal) for v in a._values.values())
+    leak = False
+    for _, _, _, f, t in a.item_writes:
+        if tsl._leak_kind(a, f) is not None and isinstance(t.value, cst.Name) and \
+                tsl._outer_container_scope(a, t.value.value, f) is not None:
+            leak = True
+    for stmt, _, attr, _, f in a.attribute_writes:
+        if tsl._leak_kind(a, f) is None:
+            continue
+        for node in tsl._attribute_targets(stmt, attr):
+            if not isinstance(node.value, cst.Name):
+                continue
+            scope = a.free_name_scope(node.value.value, f)
+            if tsl._is_self_of_traced_method(a, f, node.value) or (
+                    scope is not None and
+                    tsl._plain_local_instance(a, scope.summary.get(node.value.value), attr)):
+                leak = True
+    for call, _, method, f in a.mutating_calls:
+        if tsl._leak_kind(a, f) is not None and method in tsl.STORE_METHODS and \
+                isinstance(call.func.value, cst.Name) and \
+                tsl._outer_container_scope(a, call.func.value.value, f) is not None:
+            leak = True
+    array_item = any(aia._array_reason(a, base, t.value, f) is not None
+                     for _, base, _, f, t in a.item_writes)
+    return refs, leak, array_item
+
+
+def _check_covers(source, path):
+    v = gate.verdict(source, ALL.select, VERSION)
+    if v is None or v.refs:
+        return  # everything runs
+    refs, leak, array_item = analysis_facts(source, path)
+    assert not refs, (path, "refs")
+    assert v.leak or not leak, (path, "REF012")
+    assert v.array_item or not array_item, (path, "REF013")
+
+
+@pytest.mark.parametrize("path", fixture_files(), ids=os.path.basename)
+def test_gate_covers_the_analysis_on_fixtures(path):
+    with open(path, encoding="utf-8") as fh:
+        _check_covers(fh.read(), path)
+
+
+def _installed_sample():
+    """Every fifth candidate file of the installed jax and flax (sorted; ~100 files)."""
+    import jax
+
+    roots = [os.path.dirname(jax.__file__)]
+    try:
+        import flax
+
+        roots.append(os.path.dirname(flax.__file__))
+    except ImportError:
+        pass
+    files = []
+    for root in roots:
+        for p in sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True)):
+            with open(p, "rb") as fh:
+                source = engine.decode(fh.read())
+            if engine.is_candidate(source, ALL):
+                files.append((p, source))
+    return files[::5]
+
+
+def test_gate_covers_the_analysis_on_installed_jax():
+    sample = _installed_sample()
+    assert len(sample) >= 50
+    ruled_out = 0
+    for path, source in sample:
+        _check_covers(source, path)
+        ruled_out += not gate_allows(source, ALL)
+    assert ruled_out >= len(sample) // 2  # the gate is worth its cost on real code
+
+
+# --------------------------------------------------------------------------------------------
+# Generated programs: findings with the gate on and off
+# --------------------------------------------------------------------------------------------
+
+BASES = ["x", "d", "cache", "state", "out", "buf"]
+VALUES = ["jnp.zeros(3)", "{}", "[]", "dict()", "Box()", "f(x)", "x + 1", "x", "lambda v: v",
+          "jnp.add", "list(x)", "x[0]", "g", "op(x, x)", "g(x)"]
+BODY = ["{b}[0] = {v}", "{b}[0] += 1", "{b}.append({v})", "{b}.attr = {v}", "self.n = {v}",
+        "self.n += 1", "{b} = {v}", "return {b}", "global {b}", "y = {b}({v})",
+        "for k in {v}:\n    {b}[k] = 1"]
+WRAPS = ["@jax.jit\n", "@jax.vmap\n", "@jax.grad\n", "", "@partial(jax.jit, static_argnums=0)\n"]
+CALLS = ["jax.jit(h)({v})", "h({v})", "jax.lax.scan(h, {v}, xs)", "jax.vmap(h)", "m = h", "",
+         "Box().h({v})", "jax.jit(Box().h)({v})"]
+
+
+@st.composite
+def programs(draw):
+    """A module with a few globals, a (maybe traced, maybe method) function that mutates
+    things, and a call: a third of them have REF012 or REF013 findings."""
+    def pick(options):
+        return draw(st.sampled_from(options))
+
+    top = [f"{pick(BASES)} = {pick(VALUES)}" for _ in range(draw(st.integers(0, 3)))]
+    top += [f"{pick(BASES)}[0] = 1" for _ in range(draw(st.integers(0, 1)))]
+    body = [pick(BODY).format(b=pick(BASES), v=pick(VALUES))
+            for _ in range(draw(st.integers(1, 4)))]
+    method = draw(st.booleans())
+    func = pick(WRAPS) + f"def h({'self, x' if method else 'x'}):\n" + \
+        textwrap.indent("\n".join(body), "    ")
+    if method:
+        func = "class Box:\n" + textwrap.indent(func, "    ")
+    else:
+        func = "class Box:\n    pass\n\n" + func
+    call = pick(CALLS).format(v=pick(VALUES))
+    return ("from functools import partial\nimport jax\nimport jax.numpy as jnp\n"
+            "op = jnp.add\ng = lambda v: jnp.sin(v)\n" + "\n".join(top) + "\n\n" + func +
+            "\n\n" + call + "\n")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_generated_programs_same_findings_with_gate_on_and_off(source):
+    try:
+        compile(source, "gen.py", "exec")
+    except SyntaxError:
+        return
+    for s in (ALL, Settings(select=frozenset({"REF012"})), Settings(select=frozenset({"REF013"}))):
+        on = lint_source(source, "gen.py", s).diagnostics
+        off = lint_source(source, "gen.py", s, use_prefilter=False).diagnostics
+        assert on == off, (on, off)
