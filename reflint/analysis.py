@@ -20,6 +20,7 @@ Anything it cannot resolve is ``None`` (unknown), and rules stay silent on unkno
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
@@ -1756,6 +1757,26 @@ class ModuleAnalysis:
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
+
+
+_FIELDS: dict = {}
+
+
+def child_nodes(node) -> list:
+    """The child nodes of ``node`` (the nodes of ``node.children``, in field order rather than
+    source order). ``children`` runs libcst's visitor machinery for every call; reading the
+    dataclass fields is about ten times faster, which matters on a whole-module walk."""
+    fields = _FIELDS.get(type(node))
+    if fields is None:
+        fields = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+    out = []
+    for name in fields:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            out.append(value)
+        elif type(value) in (list, tuple):
+            out.extend(v for v in value if isinstance(v, cst.CSTNode))
+    return out
 
 
 def _positions_of(module: cst.Module):

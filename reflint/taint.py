@@ -29,7 +29,7 @@ from typing import Optional
 import libcst as cst
 
 from . import api
-from .analysis import slice_exprs
+from .analysis import child_nodes, slice_exprs
 from .values import QN, FuncVal, RefVal, iter_refs
 
 EMPTY: frozenset = frozenset()
@@ -442,7 +442,7 @@ class _Walker:
                         names.add(node.value)
                     elif isinstance(node, cst.Attribute):
                         names.add(node.attr.value)
-                    stack.extend(node.children)
+                    stack.extend(child_nodes(node))
             self.names_used = (len(self.scopes), names)
         return self.names_used[1]
 

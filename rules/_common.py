@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from reflint import api
+from reflint.analysis import child_nodes
 from reflint.rule import REF_TRIGGERS
 from reflint.diagnostics import SAFE, Edit, Fix
 
@@ -116,7 +117,7 @@ def parents_of(analysis) -> dict:
     stack = [analysis.module]
     while stack:
         node = stack.pop()
-        for child in node.children:
+        for child in child_nodes(node):
             parents[id(child)] = node
             stack.append(child)
     analysis._parents_map = parents

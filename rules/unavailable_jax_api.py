@@ -9,7 +9,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import QN
 
-from ._common import parents_of
+from ._common import child_nodes, parents_of
 
 _COMPAT_TEST = re.compile(r"hasattr|getattr|version|__version__|_version")
 
@@ -159,7 +159,7 @@ def _names(analysis, parents):
                 if q is not None:
                     yield alias, q
             continue
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(child_nodes(node)))
 
 
 def _known_prefix(qualname: str):

@@ -373,3 +373,20 @@ def test_generated_programs_same_findings_with_gate_on_and_off(source):
         on = lint_source(source, "gen.py", s).diagnostics
         off = lint_source(source, "gen.py", s, use_prefilter=False).diagnostics
         assert on == off, (on, off)
+
+
+def test_child_nodes_are_libcst_children():
+    """reflint.analysis.child_nodes (fast field reads) gives exactly libcst's ``children``."""
+    from reflint.analysis import child_nodes
+
+    checked = 0
+    for path in fixture_files()[::3]:
+        with open(path, encoding="utf-8") as fh:
+            stack = [engine.parse_module(fh.read())]
+        while stack:
+            node = stack.pop()
+            expected = node.children
+            assert sorted(map(id, child_nodes(node))) == sorted(map(id, expected)), type(node)
+            stack.extend(expected)
+            checked += 1
+    assert checked > 10_000
