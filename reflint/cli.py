@@ -18,8 +18,8 @@ from . import __version__
 from .codes import CODES, META_CODES
 from .config import ConfigError, Resolver, overrides_from_args, show_settings
 from .engine import FileResult, fix_source, lint_bytes
-from .engine import PARSE_ERROR, apply_noqa, decode, is_candidate, lint_non_candidate
-from .engine import lint_source, parse_error
+from .engine import decode, is_candidate, is_skipped_file, lint_non_candidate, lint_source
+from .engine import parse_error
 from .output import (format_concise, format_github, format_json, format_sarif,
                      format_statistics, format_text, summary_line, use_color)
 from .rule import all_rules, rule_by_code
@@ -128,17 +128,13 @@ def _init_worker(settings: Settings) -> None:
 
 
 def _lint_task(task) -> tuple:
-    """(index, path, source, candidate) -> (index, diagnostics, cacheable, skipped). The
-    textual pre-filter already ran in the parent: a non-candidate is only checked for syntax
-    errors and suppressions; a candidate goes through the ``ast`` stage (reflint.gate) and,
-    if that keeps it, libcst and the analysis."""
-    index, path, source, candidate = task
-    if not candidate:
-        try:
-            s = (_WORKER_SETTINGS if _WORKER_SETTINGS is not None else Settings()).for_path(path)
-            return index, lint_non_candidate(source, path, s).diagnostics, True, True
-        except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
-            return index, [_internal_error(path, e)], False, False
+    """(index, path, bytes) -> (index, diagnostics, cacheable, stage), run in a worker.
+
+    Everything after reading happens here, in parallel: decoding, the textual pre-filter (a
+    file it rules out only gets a syntax check and its suppressions checked: stage
+    "skipped"), the ``ast`` stage (reflint.gate: "gated") and, for what is left, libcst and
+    the analysis ("analysed")."""
+    index, path, data = task
     settings = _WORKER_SETTINGS if _WORKER_SETTINGS is not None else Settings()
     # A syntax tree is millions of young objects without cycles: the cyclic garbage collector
     # would scan the growing tree again and again while it is built. It is paused for the
@@ -146,10 +142,19 @@ def _lint_task(task) -> tuple:
     gc_enabled = gc.isenabled()
     gc.disable()
     try:
+        try:
+            source = decode(data)
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            return index, lint_bytes(data, path, settings).diagnostics, True, "skipped"
+        if is_skipped_file(source):
+            return index, [], True, "skipped"
+        if not is_candidate(source, settings):
+            res = lint_non_candidate(source, path, settings.for_path(path))
+            return index, res.diagnostics, True, "skipped"
         res = lint_source(source, path, settings, regex_done=True)
-        return index, res.diagnostics, True, res.skipped
+        return index, res.diagnostics, True, "gated" if res.skipped else "analysed"
     except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
-        return index, [_internal_error(path, e)], False, False
+        return index, [_internal_error(path, e)], False, "analysed"
     finally:
         if gc_enabled:
             gc.enable()
@@ -157,9 +162,9 @@ def _lint_task(task) -> tuple:
 
 
 def _cost(task) -> float:
-    """A task's expected work, in characters of source to analyse: a syntax check alone
-    (stdlib ``ast``) costs about a tenth of libcst's parse and the analysis."""
-    return len(task[2]) if task[3] else len(task[2]) / 10
+    """A task's expected work: its size (a file the pre-filter rules out costs less, but
+    which those are is only known in the worker)."""
+    return len(task[2])
 
 
 def _pool_context():
@@ -174,7 +179,7 @@ def _pool_context():
 
 
 def _run_tasks(tasks: list, settings: Settings, jobs: int):
-    """Yield (index, diagnostics, cacheable) for every task, in any order."""
+    """Yield _lint_task's result for every task, in any order."""
     total = sum(_cost(t) for t in tasks)
     if jobs > 1 and len(tasks) > 1 and total >= PARALLEL_MIN_CHARS:
         from concurrent.futures.process import BrokenProcessPool
@@ -204,14 +209,15 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
                 stats: Optional[dict] = None) -> list:
     """Lint ``files``; one FileResult per file, in the order of ``files``.
 
-    The parent reads each file and runs the pre-filter; a candidate's result comes from
-    ``cache`` (a reflint.cache.Cache) when it has one, and only the rest are parsed and
-    analysed, across ``jobs`` processes."""
+    The parent only reads each file and looks its result up in ``cache`` (a
+    reflint.cache.Cache, keyed by the bytes); everything else runs across ``jobs`` processes
+    (see _lint_task). A result's ``source`` is decoded only if it has diagnostics (the
+    output shows their lines)."""
     results: list = [None] * len(files)
-    todo = []  # (index, path, source)
+    todo = []  # (index, path, bytes)
     keys: dict = {}
-    todo_candidate: dict = {}
-    skipped = cached = 0
+    data_of: dict = {}
+    cached = 0
     for i, path in enumerate(files):
         try:
             with open(path, "rb") as fh:
@@ -220,53 +226,37 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
             diag = parse_error(path, f"cannot read file: {e.strerror}")
             results[i] = FileResult(path, [diag])
             continue
-        try:
-            source = decode(data)
-        except (SyntaxError, UnicodeDecodeError, LookupError):
-            results[i] = lint_bytes(data, path, settings)  # reports the decoding problem
-            continue
-        candidate = is_candidate(source, settings)
-        if not candidate:
-            # No rule can fire: only a syntax check (REF900) and the suppression comments
-            # (REF901/REF902) remain, done in the workers and cached like an analysis.
-            skipped += 1
-            if not settings.for_path(path).enabled(PARSE_ERROR):
-                diags = apply_noqa([], source, settings.for_path(path), path) \
-                    if "noqa" in source else []
-                results[i] = FileResult(path, diags, source, skipped=True)
-                continue
+        data_of[i] = data
         if cache is not None:
             key = cache.key(path, data, settings)
             diags = cache.get(key, path)
             if diags is not None:
-                results[i] = FileResult(path, diags, source, skipped=not candidate)
+                results[i] = FileResult(path, diags)
                 cached += 1
                 continue
             keys[i] = key
-        todo.append((i, path, source, candidate))
-        todo_candidate[i] = candidate
-    sources = {t[0]: t[2] for t in todo}
-    analysed = gated = 0
-    for index, diags, cacheable, was_skipped in _run_tasks(todo, settings, jobs):
-        results[index] = FileResult(files[index], diags, sources[index], skipped=was_skipped)
-        if todo_candidate[index]:
-            if was_skipped:
-                gated += 1
-            else:
-                analysed += 1
+        todo.append((i, path, data))
+    counts = {"skipped": 0, "gated": 0, "analysed": 0}
+    for index, diags, cacheable, stage in _run_tasks(todo, settings, jobs):
+        results[index] = FileResult(files[index], diags, skipped=stage != "analysed")
+        counts[stage] += 1
         if cache is not None and cacheable and index in keys:
             cache.put(keys[index], files[index], diags)
-    # skipped: the pre-filter ruled them out (syntax check only); cached: results of either
-    # kind read from the cache; analysed: candidates parsed and analysed in this run.
-    # gated: candidates the ast stage of the pre-filter ruled out in this run.
-    info = {"files": len(files), "skipped": skipped, "gated": gated, "cached": cached,
-            "analysed": analysed}
+    for i, res in enumerate(results):
+        if res.diagnostics and res.source is None and i in data_of:
+            try:
+                res.source = decode(data_of[i])
+            except (SyntaxError, UnicodeDecodeError, LookupError):
+                pass
+    # Work done in this run: skipped by the textual pre-filter (a syntax check only), ruled
+    # out by its ast stage, analysed with libcst; cached: results read from the cache.
+    info = {"files": len(files), "cached": cached, **counts}
     if stats is not None:
         stats.update(info)
     if os.environ.get("REFLINT_STATS"):
-        print(f"reflint: {info['files']} files: {skipped} skipped by the pre-filter, "
-              f"{gated} ruled out by its ast stage, "
-              f"{cached} from the cache, {info['analysed']} analysed", file=sys.stderr)
+        print(f"reflint: {info['files']} files: {info['skipped']} skipped by the pre-filter, "
+              f"{info['gated']} ruled out by its ast stage, {cached} from the cache, "
+              f"{info['analysed']} analysed", file=sys.stderr)
     return results
 
 

@@ -207,10 +207,15 @@ def _has_lookaround(items) -> bool:
     return False
 
 
+def is_skipped_file(source: str) -> bool:
+    """The file has a ``# reflint: skip-file`` line: nothing is reported for it."""
+    return "skip-file" in source and bool(_SKIP_FILE.search(source))
+
+
 def is_candidate(source: str, settings: Settings) -> bool:
     """False if no rule can fire on ``source``: a ``# reflint: skip-file`` line, or the
     pre-filter does not match."""
-    if "skip-file" in source and _SKIP_FILE.search(source):
+    if is_skipped_file(source):
         return False
     return bool(prefilter(settings).search(source))
 
@@ -271,7 +276,7 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
     compare both); ``regex_done`` says the textual stage already kept it (the CLI runs that
     stage in the parent process and the ``ast`` stage here, in the workers)."""
     settings = settings.for_path(path)
-    if "skip-file" in source and _SKIP_FILE.search(source):
+    if is_skipped_file(source):
         return FileResult(path, [], source, skipped=True)
     if use_prefilter:
         if not regex_done and not prefilter(settings).search(source):

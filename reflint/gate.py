@@ -620,10 +620,12 @@ class Verdict:
 _EVERYTHING = Verdict(True, True, True, True)
 
 
-def verdict(source: str, enabled, version: tuple) -> Optional[Verdict]:
+def verdict(source: str, enabled, version: tuple, complete: bool = False
+            ) -> Optional[Verdict]:
     """The gate's answers for ``source`` given the enabled rule codes and the target JAX
     version, or None if the stdlib parser rejects it (libcst decides then: a REF900, or syntax
-    newer than this Python's)."""
+    newer than this Python's). Questions are asked cheapest first and, unless ``complete``,
+    only until one answer is yes (the file is analysed then anyway)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -631,7 +633,7 @@ def verdict(source: str, enabled, version: tuple) -> Optional[Verdict]:
     w = _Walker(_import_roots(source))
     try:
         w.body(tree.body)
-        return _decide(w, enabled, version)
+        return _decide(w, enabled, version, complete)
     except RecursionError:
         return _EVERYTHING
 
@@ -646,7 +648,7 @@ def _resolve_chain(w: _Walker, dotted: str, scope: _Scope) -> list:
     return [f"{q}.{rest}" if rest else q for q in w.imports.get(root, ())]
 
 
-def _decide(w: _Walker, enabled, version: tuple) -> Verdict:
+def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdict:
     refs = unavailable = leak_api = False
     array_chains: set = set()  # spellings (as written) that name an Array producer
     calling_chains: set = set()  # spellings of APIs that call the functions passed to them
@@ -676,11 +678,13 @@ def _decide(w: _Walker, enabled, version: tuple) -> Verdict:
     for qns in w.imports.values():
         if any(_unavailable(qn, version) for qn in qns):
             unavailable = True
-    v = Verdict(refs=refs, unavailable=unavailable)
-    if refs:
+    v = Verdict(refs=refs, unavailable=unavailable and "REF015" in enabled)
+    if refs or (v.unavailable and not complete):
         return v
     if leak_api and "REF012" in enabled:
         v.leak = _leak_possible(w)
+        if v.leak and not complete:
+            return v
     if "REF013" in enabled and w.item_bases:
         # An array function used as a value (`op = jnp.add`) may be called through a name.
         values = any(is_value and dotted in array_chains for dotted, _, is_value, _ in w.chains)

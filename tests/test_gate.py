@@ -28,7 +28,7 @@ VERSION = ALL.target_jax_version
 
 
 def verdict(src):
-    return gate.verdict(textwrap.dedent(src), ALL.select, VERSION)
+    return gate.verdict(textwrap.dedent(src), ALL.select, VERSION, complete=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -223,6 +223,7 @@ def test_unavailable_names_follow_the_target_version():
     src = "import jax\nr = jax.array_ref(0.)\n"
     assert gate.verdict(src, ALL.select, (0, 10, 2)).unavailable
     assert not gate.verdict(src, ALL.select, (0, 7, 1)).unavailable
+    assert not gate.verdict(src, frozenset({"REF013"}), (0, 10, 2)).unavailable
 
 
 def test_unparsable_and_newer_syntax_go_to_libcst():
@@ -277,7 +278,7 @@ def analysis_facts(source, path):
 
 
 def _check_covers(source, path):
-    v = gate.verdict(source, ALL.select, VERSION)
+    v = gate.verdict(source, ALL.select, VERSION, complete=True)
     if v is None or v.refs:
         return  # everything runs
     refs, leak, array_item = analysis_facts(source, path)
