@@ -75,7 +75,9 @@ _PREFIXES: frozenset = frozenset(
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
-_NORMAL, _ANNOTATION, _TYPE_TEST, _BUILTIN_ARG, _CALLEE = 0, 1, 2, 3, 4
+# Contexts of a name: _ANNOTATION is a parameter's or a class field's (where the analysis
+# reads the Ref type), _OTHER_ANNOTATION a return's or a variable's (where it does not).
+_NORMAL, _ANNOTATION, _TYPE_TEST, _BUILTIN_ARG, _CALLEE, _OTHER_ANNOTATION = range(6)
 
 
 class _Scope:
@@ -217,7 +219,7 @@ class _Walker:
                 v.names.add((self.scope, s.target.id))
             self.target(s.target, v, None)
         elif t is ast.AnnAssign:
-            self.read(s.annotation, _ANNOTATION)
+            self.read(s.annotation, _OTHER_ANNOTATION)
             if s.value is not None:
                 self.target(s.target, self.summary(s.value), s.value)
             elif type(s.target) is not ast.Name:
@@ -285,7 +287,8 @@ class _Walker:
         """Capture names are bound; value and class expressions are read."""
         for name, value in ast.iter_fields(p):
             if isinstance(value, ast.expr):
-                self.read(value)
+                # `case AbstractRef():` is a type test.
+                self.read(value, _TYPE_TEST if name == "cls" else _NORMAL)
             elif isinstance(value, ast.pattern):
                 self.pattern(value)
             elif isinstance(value, list):
@@ -380,7 +383,7 @@ class _Walker:
                 if p.annotation is not None:
                     self.read(p.annotation, _ANNOTATION)
             if node.returns is not None:
-                self.read(node.returns, _ANNOTATION)
+                self.read(node.returns, _OTHER_ANNOTATION)
         scope = _Scope("lambda" if is_lambda else "function", self.scope,
                        "<lambda>" if is_lambda else node.name,
                        is_method=self.scope.kind == "class" and not is_lambda)
@@ -451,7 +454,7 @@ class _Walker:
             self.target(node.target, v, node.value, scope)
         elif t is ast.Subscript:
             self.expr(node.value, ctx)
-            if ctx == _ANNOTATION:
+            if ctx == _ANNOTATION or ctx == _OTHER_ANNOTATION:
                 self.expr(node.slice, ctx)
             else:
                 # The index does not flow into the value (an item of the base, or an Array
@@ -656,10 +659,11 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
         for qn in _resolve_chain(w, dotted, scope):
             canon = api.CANONICAL.get(qn)
             if canon is not None:
-                # The Ref type makes refs only as an annotation (or a name bound to it that
-                # is one): not as a type test's argument, not called (`AbstractRef(aval)`).
-                if canon in api.REF_SOURCES and \
-                        (canon != api.REF_TYPE or (ctx != _TYPE_TEST and ctx != _CALLEE)):
+                # The Ref type makes refs only as a parameter's or class field's annotation
+                # (or a name bound to it that is one): not as a type test's argument, not
+                # called (`AbstractRef(aval)`), not annotating a return or a variable.
+                if canon in api.REF_SOURCES and (canon != api.REF_TYPE or ctx not in (
+                        _TYPE_TEST, _CALLEE, _OTHER_ANNOTATION)):
                     refs = True
                 if canon in LEAK_APIS:
                     leak_api = True
