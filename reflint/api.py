@@ -139,6 +139,11 @@ ARRAY_FUNCTION_EXEMPT = frozenset({
     # `acc_ref[...] = jnp.zeros_like(acc_ref)`).
     "zeros_like", "ones_like", "full_like", "empty_like",
 })
+# Functions of those modules whose result is metadata, never taken for an Array by REF013.
+ARRAY_METADATA_FUNCTIONS = frozenset({
+    "shape", "dtype", "iinfo", "finfo", "result_type", "promote_types", "broadcast_shapes",
+    "initializers", "key_data", "split_key",
+})
 # Modules whose functions return JAX Arrays (for REF013 and for "is this an Array").
 JAX_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
 

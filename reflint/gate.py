@@ -672,7 +672,8 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
                 if canon in _CALLING_APIS:
                     calling_chains.add(dotted)
             elif api.returns_jax_array(qn):
-                array_chains.add(dotted)
+                if qn.rsplit(".", 1)[-1] not in api.ARRAY_METADATA_FUNCTIONS:
+                    array_chains.add(dotted)
             elif is_value and qn in _PREFIXES:
                 return _EVERYTHING  # a module object used as a value may reach any API
             if not unavailable and _unavailable(qn, version):

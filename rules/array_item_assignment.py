@@ -116,8 +116,7 @@ class ArrayItemAssignment(Rule):
                           fix=_fix_factory(stmt, target, func, why))
 
 
-_META = frozenset({"shape", "dtype", "iinfo", "finfo", "result_type", "promote_types",
-                   "broadcast_shapes", "initializers", "key_data", "split_key"})
+_META = api.ARRAY_METADATA_FUNCTIONS
 
 
 def _array_reason(analysis, base, expr, func):
