@@ -460,11 +460,31 @@ class _Walker:
                 # The index does not flow into the value (an item of the base, or an Array
                 # if the base is one).
                 self.read(node.slice)
-        elif t in (ast.Tuple, ast.List, ast.Set, ast.BinOp, ast.BoolOp, ast.UnaryOp,
-                   ast.Starred):
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.expr):
-                    self.expr(child, ctx)
+        elif t is ast.BinOp:
+            self.expr(node.left, ctx)
+            self.expr(node.right, ctx)
+        elif t is ast.Tuple or t is ast.List or t is ast.Set:
+            for child in node.elts:
+                self.expr(child, ctx)
+        elif t is ast.Dict:
+            for child in node.keys:
+                if child is not None:
+                    self.expr(child)
+            for child in node.values:
+                self.expr(child)
+        elif t is ast.UnaryOp or t is ast.Starred:
+            self.expr(node.operand if t is ast.UnaryOp else node.value, ctx)
+        elif t is ast.BoolOp:
+            for child in node.values:
+                self.expr(child, ctx)
+        elif t is ast.IfExp:
+            self.read(node.test)
+            self.expr(node.body)
+            self.expr(node.orelse)
+        elif t is ast.JoinedStr:
+            for child in node.values:
+                if type(child) is ast.FormattedValue:
+                    self.read(child.value)
         else:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
