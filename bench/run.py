@@ -40,7 +40,7 @@ import time
 
 DEFAULT_VENV = "/work/venv"
 DEFAULT_PACKAGES = ("jax", "flax", "optax", "chex")
-DEFAULT_EDIT = "jax/_src/pallas/pallas_call.py"
+DEFAULT_EDIT = "jax/experimental/pallas/ops/tpu/flash_attention.py"  # analysed, not gated out
 
 
 def site_packages(venv: str) -> str:
