@@ -768,12 +768,6 @@ def _leak_possible(w: _Walker) -> bool:
     return False
 
 
-def _describe(e: _Expr) -> str:  # pragma: no cover - debugging aid
-    return (f"chains={sorted(e.chains)[:3]} names={sorted(n for _, n in e.names)[:5]} "
-            f"calls={sorted(n for _, n in e.name_calls)[:3]}+{sorted(e.attr_calls)[:3]} "
-            f"opaque={e.opaque_call}")
-
-
 def _may_be_instance(w: _Walker, scope: _Scope, name: str) -> bool:
     """The free name ``name`` read in ``scope`` may hold an instance of a class of this
     module: a parameter (``self``, an annotated or passed instance), or a variable bound to a
@@ -814,7 +808,7 @@ def _lookup(scope: _Scope, name: str) -> Optional[_Scope]:
 
 
 def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
-                         array_function_values: bool, why: Optional[list] = None) -> bool:
+                         array_function_values: bool) -> bool:
     """Some item assignment's base may hold a JAX Array (REF013).
 
     A call through a variable, parameter, attribute or call result (``op(x)``, ``self.fn(x)``,
@@ -915,14 +909,20 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
 
     seeded: set = set()
 
-    def seed(f: _Scope, c=None) -> None:
-        if id(f) not in seeded and why is not None:
-            why.append(("seed", f.name, c.kind if c else None, c.callee if c else None,
-                        c.chain if c else None))
+    def seed(f: _Scope) -> None:
         if id(f) not in seeded:
             seeded.add(id(f))
             for p in f.params:
                 arrays.add((id(f), p))
+
+    def seed_passed(c: _Call) -> None:
+        """The functions passed in call ``c`` (by name, or lambdas)."""
+        passed = set()
+        for a in c.args:
+            passed.update(n for _, n in a.names)
+        for f in escaping:
+            if f.kind == "lambda" or f.name in passed:
+                seed(f)
 
     done: set = set()  # calls already followed (their effect does not change)
 
@@ -934,18 +934,11 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
                     function_vars.add((id(s), name))
                 if (id(s), name) not in arrays and any(is_array(v) for v in values):
                     arrays.add((id(s), name))
-                    if why is not None:
-                        why.append(("bound", s.name, name, [_describe(v) for v in values
-                                                            if is_array(v)][:1]))
             if id(s) not in returning and any(is_array(r) for r in s.returns):
                 returning.add(id(s))
-                if why is not None:
-                    why.append(("returns", s.name))
         for name, values in w.attr_bindings.items():
             if name not in array_attrs and any(is_array(v) for v in values):
                 array_attrs.add(name)
-                if why is not None:
-                    why.append(("attr", name))
         for i, c in enumerate(w.calls):
             if i in done or not any(is_array(a) for a in c.args):
                 continue
@@ -953,52 +946,38 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
             # Call-site bindings: which functions may this call reach?
             if c.chain is not None:
                 if c.chain in calling_chains or c.chain not in array_chains:
-                    # An API that calls what it is given (or an unknown one): the functions
-                    # passed in this call.
-                    passed = set()
-                    for a in c.args:
-                        passed.update(n for _, n in a.names)
-                    for f in escaping:
-                        if f.kind == "lambda" or f.name in passed:
-                            seed(f, c)
+                    seed_passed(c)  # an API that calls what it is given, or an unknown one
                 continue
             if c.kind == "name":
                 s = lookup(c.scope, c.callee)
                 if s is not None and c.callee in s.defs and \
                         not (c.callee in s.bindings or c.callee in s.params):
                     for f in s.defs[c.callee]:
-                        seed(f, c)
+                        seed(f)
                     continue
                 if s is not None and c.callee in s.classes:
                     array_attrs.update(w.class_fields)
                     for f in w.func_names.get("__init__", []) + \
                             w.func_names.get("__post_init__", []):
-                        seed(f, c)
+                        seed(f)
                     continue
-                if s is None:  # a builtin (map, filter, ...): the functions passed in
-                    passed = set()
-                    for a in c.args:
-                        passed.update(n for _, n in a.names)
-                    for f in escaping:
-                        if f.kind == "lambda" or f.name in passed:
-                            seed(f, c)
+                if s is None:  # a builtin (map, filter, ...)
+                    seed_passed(c)
                     continue
                 for f in escaping:  # a variable or parameter: any function it may hold
-                    seed(f, c)
+                    seed(f)
             elif c.kind == "attr":
                 for f in w.func_names.get(c.callee, ()):
-                    seed(f, c)
+                    seed(f)
                 if c.callee not in w.func_names and c.callee in w.attr_bindings:
                     for f in escaping:
-                        seed(f, c)
+                        seed(f)
             else:
                 for f in escaping:
-                    seed(f, c)
+                    seed(f)
         if (len(arrays), len(array_attrs), len(returning), len(function_vars)) == before:
             break
     else:  # pragma: no cover - not seen on real code; stay sound
-        if why is not None:
-            why.append(("limit",))
         return True
     for kind, a, b in w.item_bases:
         if kind == "name":
@@ -1012,7 +991,5 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
         else:
             hit = is_array(a)
         if hit:
-            if why is not None:
-                why.append((kind, a, b))
             return True
     return False

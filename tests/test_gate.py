@@ -58,17 +58,6 @@ NO_REFS = [
 ]
 
 
-@pytest.mark.parametrize("src", REFS)
-def test_refs_found(src):
-    assert verdict(src).refs, src
-
-
-@pytest.mark.parametrize("src", NO_REFS)
-def test_no_refs(src):
-    v = verdict(src)
-    assert not v.refs, src
-
-
 LEAKS = [
     """\
     import jax
@@ -147,16 +136,6 @@ NO_LEAKS = [
 ]
 
 
-@pytest.mark.parametrize("src", LEAKS)
-def test_leak_possible(src):
-    assert verdict(src).leak
-
-
-@pytest.mark.parametrize("src", NO_LEAKS)
-def test_leak_ruled_out(src):
-    assert not verdict(src).leak
-
-
 ARRAY_ITEMS = [
     "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.\n",
     "from jax import numpy as np\nx = np.zeros(3) + 1\nx[0] += 1.\n",
@@ -209,14 +188,16 @@ NO_ARRAY_ITEMS = [
 ]
 
 
-@pytest.mark.parametrize("src", ARRAY_ITEMS)
-def test_array_item_possible(src):
-    assert verdict(src).array_item, src
+CASES = [(q, src, expected)
+         for q, yes, no in (("refs", REFS, NO_REFS), ("leak", LEAKS, NO_LEAKS),
+                            ("array_item", ARRAY_ITEMS, NO_ARRAY_ITEMS))
+         for expected, sources in ((True, yes), (False, no))
+         for src in sources]
 
 
-@pytest.mark.parametrize("src", NO_ARRAY_ITEMS)
-def test_array_item_ruled_out(src):
-    assert not verdict(src).array_item, src
+@pytest.mark.parametrize("question,src,expected", CASES)
+def test_gate_answers(question, src, expected):
+    assert getattr(verdict(src), question) is expected, src
 
 
 def test_unavailable_names_follow_the_target_version():
