@@ -304,7 +304,10 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
 def gate_allows(source: str, settings: Settings) -> bool:
     """Stage two of the pre-filter (reflint.gate): False if the stdlib ``ast`` shows that no
     enabled rule can fire. True when in doubt, including when ``ast`` cannot parse the file."""
-    v = gate.verdict(source, settings.select, settings.target_jax_version)
+    try:
+        v = gate.verdict(source, settings.select, settings.target_jax_version)
+    except Exception:  # noqa: BLE001 - a bug in the gate must never cost a finding
+        return True
     if v is None:
         return True
     rules = [r.code for r in all_rules() if settings.enabled(r.code)]

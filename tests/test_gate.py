@@ -372,3 +372,13 @@ def test_child_nodes_are_libcst_children():
             stack.extend(expected)
             checked += 1
     assert checked > 10_000
+
+
+def test_a_failing_gate_means_analyse(monkeypatch):
+    def boom(*a, **k):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(gate, "verdict", boom)
+    src = "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.\n"
+    assert gate_allows(src, ALL)
+    assert [d.code for d in lint_source(src, "f.py", ALL).diagnostics] == ["REF013"]
