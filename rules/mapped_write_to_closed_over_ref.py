@@ -20,7 +20,10 @@ class MappedWriteToClosedOverRef(Rule):
     helper it calls, or a nested function that runs under the map — to a Ref the mapped
     function closes over: created outside it, or a parameter of an enclosing function. A ref
     argument that a `vmap` leaves unmapped (`in_axes=None`, or `None` at its position in a
-    literal `in_axes` tuple) is shared the same way and reported too. Reading a closed-over ref
+    literal `in_axes` tuple) is shared the same way and reported too, as is a ref bound to the
+    mapped function with `functools.partial` (`jax.vmap(partial(f, acc_ref))`: the partial's
+    arguments are constants of the mapped function, not mapped arguments). Reading a
+    closed-over ref
     is not reported, nor is writing a ref created inside the mapped function or passed to it as
     a mapped argument.
 
@@ -62,7 +65,8 @@ class MappedWriteToClosedOverRef(Rule):
 
     ## Known limits
     `in_axes` is read only when it is a literal (`None`, or a tuple / list) and the function is
-    not a `functools.partial`; pytree `in_axes` and refs bound by `partial` are not reported.
+    not a `functools.partial`; pytree `in_axes` are not followed. A ref bound to a `partial`
+    by keyword (`partial(f, acc_ref=r)`) is not followed (positional ones are).
     Whether the written value depends on the mapped element is not analysed, so the message
     gives the behaviour of both cases. Reads of closed-over refs are not reported,
     although `jit(shard_map)` / `pmap` fail on them too on 0.10.2. Refs whose origin the
@@ -110,13 +114,18 @@ class MappedWriteToClosedOverRef(Rule):
                                   related_message="the ref comes from here")
                     break
                 if all(s == "argument" for s, _ in origins) and \
+                        _partial_bound(analysis, m, [root for _, root in origins]):
+                    yield Finding(acc.node, self._message(analysis, acc, m, origins[0][1],
+                                                          partial=True))
+                    break
+                if all(s == "argument" for s, _ in origins) and \
                         _unmapped(analysis, m, [root for _, root in origins]):
                     yield Finding(acc.node, self._message(analysis, acc, m, origins[0][1],
                                                           unmapped=True))
                     break
 
     @staticmethod
-    def _message(analysis, acc, m, root, unmapped=False) -> str:
+    def _message(analysis, acc, m, root, unmapped=False, partial=False) -> str:
         name = ref_name(analysis, acc.ref_expr, acc.ref)
         kinds = m.role_kinds()
         kind = next(k for k in _MAP_ORDER if k in kinds)
@@ -125,6 +134,8 @@ class MappedWriteToClosedOverRef(Rule):
             kind = api.VMAP
             where = f"{m.name} ({role_word(kind)})"
             src = "a ref argument passed with in_axes=None"
+        elif partial:
+            src = "a ref bound to it with functools.partial (not a mapped argument)"
         elif root.origin == "created" and root.node is not None:
             src = f"a ref created outside it, on line {analysis.line_of(root.node)}"
         else:
@@ -162,6 +173,33 @@ class MappedWriteToClosedOverRef(Rule):
                 "the values and write them after the vmap"
         return (f"{where} writes {name}, {src}: all mapped elements share one {shared} ref, "
                 f"so the write has no per-element meaning; {runtime}. Instead, {fix}")
+
+
+def _partial_bound(analysis, m, roots) -> bool:
+    """True if every root is a parameter of ``m`` that ``functools.partial`` binds in the
+    function one of m's map transforms is applied to (``jax.vmap(partial(f, x_ref))``): a
+    partial's arguments are constants of the mapped function, shared like a closure."""
+    if m.is_method:
+        return False
+    positional = [p.name for p in m.params if p.kind in ("pos", "posonly")]
+    bound: set = set()
+    for role in m.roles.values():
+        if role.kind not in api.MAP_TRANSFORMS or role.transform is None:
+            continue
+        node = role.transform.node
+        if not isinstance(node, cst.Call) or not node.args:
+            continue
+        target = analysis.value_of(node.args[0].value)
+        if isinstance(target, FuncVal) and target.info is m:
+            bound.update(positional[:len(target.bound_args)])
+            bound.update(target.bound_kwargs)
+    if not bound:
+        return False
+    for root in roots:
+        key = root.key
+        if len(key) < 3 or key[2] not in bound:
+            return False
+    return True
 
 
 def _unmapped(analysis, m, roots) -> bool:
