@@ -197,6 +197,7 @@ class Binding:
     param: Optional[str]  # None when the argument reaches no known parameter (e.g. *args)
     value: Optional[Value]
     expr: Optional[cst.BaseExpression]
+    partial: bool = False  # bound by functools.partial, not passed at this call
 
 
 @dataclass(eq=False)
@@ -1630,7 +1631,8 @@ class ModuleAnalysis:
         ordered = [(None, v, None) for v in bound_pos] + list(positional)
         for i, (a, v, e) in enumerate(ordered):
             if i < len(pos_params):
-                bindings[pos_params[i].name] = Binding(pos_params[i].name, v, e)
+                bindings[pos_params[i].name] = Binding(pos_params[i].name, v, e,
+                                                       partial=i < len(bound_pos))
             elif vararg is not None:
                 bindings.setdefault(f"*{vararg.name}", Binding(None, None, None))
                 bindings[f"*{vararg.name}[{i - len(pos_params)}]"] = Binding(None, v, e)

@@ -17,7 +17,8 @@ class RefClosedOverAndPassed(Rule):
     Reports a call to a jit-compiled function, a custom_vjp function, or a `lax.scan` /
     `cond` / `switch` / `while_loop` / `fori_loop` / `map` body, when the function reads a Ref
     from an enclosing scope (a closure or a module global) and the same Ref is also among the
-    call's arguments or carried operands.
+    call's arguments or carried operands. A Ref bound to the function with `functools.partial`
+    counts as closed over, as it does for JAX: `jax.jit(partial(f, x_ref))(x_ref)`.
 
     ## Why is this bad?
     Inside the function the ref would be reachable under two names — the closure and the
@@ -57,7 +58,8 @@ class RefClosedOverAndPassed(Rule):
 
     ## Known limits
     The closed-over ref must be visible in this module (a global or a variable of an enclosing
-    function). Closures through object attributes are not followed.
+    function). Closures through object attributes are not followed, nor refs bound to a
+    `partial` by keyword (`partial(f, a_ref=x_ref)`).
 
     ## JAX versions
     0.7.2+: a targeted error for jit and cond; for scan/fori carries the error talks about a
@@ -85,6 +87,28 @@ class RefClosedOverAndPassed(Rule):
                 continue
             done = False
             for target in call.targets:
+                # Refs bound with functools.partial are constants of the traced function,
+                # closed over as far as JAX is concerned (`jit(partial(f, r))(r)`).
+                bound = call.bindings.get(id(target), {})
+                for name, b in bound.items():
+                    if not b.partial:
+                        continue
+                    for ref, _ in iter_refs(b.value):
+                        if ref.key in passed and ref.unique:
+                            what = role_word(kinds[-1] if kinds[-1] != api.WHILE_LOOP
+                                             else "while_body")
+                            yield Finding(call.node, (
+                                f"{target.name} ({what}) gets {name} bound with "
+                                f"functools.partial and is also passed it as an argument"
+                                f"{where_from(analysis, ref)}; JAX treats a partial's "
+                                f"arguments as closed over, so the ref would be aliased — "
+                                f"pass it or bind it, not both"))
+                            done = True
+                            break
+                    if done:
+                        break
+                if done:
+                    break
                 for name, (value, _node) in target.closure_refs.items():
                     for ref, _ in iter_refs(value):
                         if ref.key in passed and ref.unique:
