@@ -1063,7 +1063,7 @@ class ModuleAnalysis:
         if transform.kind == api.CUSTOM_VJP and fv.info.custom_vjp is None:
             fv.info.custom_vjp = {}
         return FuncVal(fv.info, fv.transforms + (transform,), fv.bound_args, fv.bound_kwargs,
-                       fv.self_value)
+                       fv.self_value, fv.bound_kw_values)
 
     def _add_role(self, info: FunctionInfo, kind: str, node, transform=None) -> None:
         info.roles[(kind, id(node))] = Role(kind, node, transform)
@@ -1355,7 +1355,8 @@ class ModuleAnalysis:
             cls = base.cls
             if attr in cls.methods:
                 m = cls.methods[attr]
-                return FuncVal(m.info, m.transforms, m.bound_args, m.bound_kwargs, base)
+                return FuncVal(m.info, m.transforms, m.bound_args, m.bound_kwargs, base,
+                               m.bound_kw_values)
             value = cls.attrs.get(attr)
             if value is None:
                 value = self._new_attrs.get(id(cls), {}).get(attr)
@@ -1504,8 +1505,10 @@ class ModuleAnalysis:
             if isinstance(target, FuncVal):
                 if any(a.star for a, _ in args[1:]):
                     return None
+                kw_values = tuple((a.keyword.value, v) for a, v in args[1:] if a.keyword)
                 return FuncVal(target.info, target.transforms, target.bound_args + extra,
-                               target.bound_kwargs + tuple(kwargs), target.self_value)
+                               target.bound_kwargs + tuple(kwargs), target.self_value,
+                               target.bound_kw_values + kw_values)
             return None
         if kind in api.CONTROL_FLOW:
             return self._call_control_flow(node, kind, args, state)
@@ -1636,6 +1639,9 @@ class ModuleAnalysis:
             elif vararg is not None:
                 bindings.setdefault(f"*{vararg.name}", Binding(None, None, None))
                 bindings[f"*{vararg.name}[{i - len(pos_params)}]"] = Binding(None, v, e)
+        for name, v in fv.bound_kw_values:
+            if name not in keywords and info.param(name) is not None:
+                bindings[name] = Binding(name, v, None, partial=True)
         for name, (a, v, e) in keywords.items():
             if info.param(name) is not None:
                 bindings[name] = Binding(name, v, e)
@@ -1733,7 +1739,8 @@ class ModuleAnalysis:
         for fv, values, role in calls:
             self._add_role(fv.info, role, node)
             positional = [(None, v, e) for v, e in values]
-            b = self._bind_call(node, FuncVal(fv.info, (), fv.bound_args, fv.bound_kwargs),
+            b = self._bind_call(node, FuncVal(fv.info, (), fv.bound_args, fv.bound_kwargs,
+                                              None, fv.bound_kw_values),
                                 positional, {}, "none")
             targets.append(fv.info)
             all_bindings[id(fv.info)] = b

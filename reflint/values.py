@@ -72,6 +72,7 @@ class FuncVal(Value):
     bound_args: tuple = ()  # functools.partial positional values
     bound_kwargs: tuple = ()  # functools.partial keyword names
     self_value: Optional[Value] = None  # bound method receiver
+    bound_kw_values: tuple = ()  # functools.partial (keyword, value) pairs
 
 
 @dataclass(eq=False)

@@ -65,8 +65,7 @@ class MappedWriteToClosedOverRef(Rule):
 
     ## Known limits
     `in_axes` is read only when it is a literal (`None`, or a tuple / list) and the function is
-    not a `functools.partial`; pytree `in_axes` are not followed. A ref bound to a `partial`
-    by keyword (`partial(f, acc_ref=r)`) is not followed (positional ones are).
+    not a `functools.partial`; pytree `in_axes` are not followed.
     Whether the written value depends on the mapped element is not analysed, so the message
     gives the behaviour of both cases. Reads of closed-over refs are not reported,
     although `jit(shard_map)` / `pmap` fail on them too on 0.10.2. Refs whose origin the

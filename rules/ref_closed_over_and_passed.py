@@ -58,8 +58,7 @@ class RefClosedOverAndPassed(Rule):
 
     ## Known limits
     The closed-over ref must be visible in this module (a global or a variable of an enclosing
-    function). Closures through object attributes are not followed, nor refs bound to a
-    `partial` by keyword (`partial(f, a_ref=x_ref)`).
+    function). Closures through object attributes are not followed.
 
     ## JAX versions
     0.7.2+: a targeted error for jit and cond; for scan/fori carries the error talks about a
