@@ -84,43 +84,33 @@ class RefClosedOverAndPassed(Rule):
                     passed.setdefault(ref.key, (ref, expr))
             if not passed:
                 continue
-            done = False
-            for target in call.targets:
-                # Refs bound with functools.partial are constants of the traced function,
-                # closed over as far as JAX is concerned (`jit(partial(f, r))(r)`).
-                bound = call.bindings.get(id(target), {})
-                for name, b in bound.items():
-                    if not b.partial:
-                        continue
-                    for ref, _ in iter_refs(b.value):
-                        if ref.key in passed and ref.unique:
-                            what = role_word(kinds[-1] if kinds[-1] != api.WHILE_LOOP
-                                             else "while_body")
-                            yield Finding(call.node, (
-                                f"{target.name} ({what}) gets {name} bound with "
-                                f"functools.partial and is also passed it as an argument"
-                                f"{where_from(analysis, ref)}; JAX treats a partial's "
-                                f"arguments as closed over, so the ref would be aliased — "
-                                f"pass it or bind it, not both"))
-                            done = True
-                            break
-                    if done:
-                        break
-                if done:
-                    break
-                for name, (value, _node) in target.closure_refs.items():
-                    for ref, _ in iter_refs(value):
-                        if ref.key in passed and ref.unique:
-                            what = role_word(kinds[-1] if kinds[-1] != api.WHILE_LOOP
-                                             else "while_body")
-                            msg = (f"{target.name} ({what}) closes over {name} and is also "
-                                   f"passed it as an argument{where_from(analysis, ref)}; "
-                                   f"the ref would be aliased — pass it or close over it, "
-                                   f"not both")
-                            yield Finding(call.node, msg)
-                            done = True
-                            break
-                    if done:
-                        break
-                if done:
-                    break
+            found = _aliased(call, passed)
+            if found is not None:
+                target, name, ref, bound = found
+                what = role_word(kinds[-1] if kinds[-1] != api.WHILE_LOOP else "while_body")
+                if bound:
+                    msg = (f"{target.name} ({what}) gets {name} bound with functools.partial "
+                           f"and is also passed it as an argument{where_from(analysis, ref)}; "
+                           f"JAX treats a partial's arguments as closed over, so the ref would "
+                           f"be aliased — pass it or bind it, not both")
+                else:
+                    msg = (f"{target.name} ({what}) closes over {name} and is also passed it "
+                           f"as an argument{where_from(analysis, ref)}; the ref would be "
+                           f"aliased — pass it or close over it, not both")
+                yield Finding(call.node, msg)
+
+
+def _aliased(call, passed):
+    """(target, name, ref, bound_by_partial) for the first ref that a traced target holds
+    outside its arguments — closed over, or bound with functools.partial (JAX treats a
+    partial's arguments as closed over: `jit(partial(f, r))(r)`) — and that the call also
+    passes; None if there is none."""
+    for target in call.targets:
+        held = [(name, b.value, True)
+                for name, b in call.bindings.get(id(target), {}).items() if b.partial]
+        held += [(name, value, False) for name, (value, _node) in target.closure_refs.items()]
+        for name, value, bound in held:
+            for ref, _ in iter_refs(value):
+                if ref.key in passed and ref.unique:
+                    return target, name, ref, bound
+    return None
