@@ -39,10 +39,7 @@ MUTATING_METHODS = frozenset({
     "pop", "popitem", "remove", "discard", "clear",
 })
 MAX_ROUNDS = 4
-_CONTAINER_CONSTRUCTORS = frozenset({
-    "builtins.list", "builtins.dict", "builtins.set", "collections.defaultdict",
-    "collections.OrderedDict", "collections.deque", "collections.Counter",
-})
+_CONTAINER_CONSTRUCTORS = api.CONTAINER_CONSTRUCTORS
 
 
 # --------------------------------------------------------------------------------------------
@@ -518,7 +515,7 @@ class ModuleAnalysis:
                     bad[0] = True
 
             def visit_ImportAlias(self, node):
-                bound = _as_name(node.asname) if node.asname else _dotted(node.name)
+                bound = _as_name(node.asname) if node.asname else dotted_name(node.name)
                 if bound and bound.split(".")[0] == name:
                     bad[0] = True
 
@@ -939,7 +936,7 @@ class ModuleAnalysis:
             state.dead = True
         elif t is cst.Import:
             for alias in stmt.names:
-                full = _dotted(alias.name)
+                full = dotted_name(alias.name)
                 if full is None:
                     continue
                 if alias.asname is not None:
@@ -962,12 +959,12 @@ class ModuleAnalysis:
         if stmt.relative:
             module = None
         else:
-            module = _dotted(stmt.module) if stmt.module is not None else None
+            module = dotted_name(stmt.module) if stmt.module is not None else None
         if isinstance(stmt.names, cst.ImportStar):
             self.has_star_import = True
             return
         for alias in stmt.names:
-            name = _dotted(alias.name)
+            name = dotted_name(alias.name)
             local = _as_name(alias.asname) if alias.asname is not None else name
             if local is None:
                 continue
@@ -1833,11 +1830,12 @@ def _params_of(params: cst.Parameters) -> list:
     return out
 
 
-def _dotted(node) -> Optional[str]:
+def dotted_name(node) -> Optional[str]:
+    """`a.b.c` for a Name/Attribute chain, else None."""
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
+        base = dotted_name(node.value)
         return f"{base}.{node.attr.value}" if base else None
     return None
 

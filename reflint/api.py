@@ -139,6 +139,14 @@ ARRAY_FUNCTION_EXEMPT = frozenset({
     # `acc_ref[...] = jnp.zeros_like(acc_ref)`).
     "zeros_like", "ones_like", "full_like", "empty_like",
 })
+# Methods that store their argument(s) into a Python container (REF012).
+STORE_METHODS = frozenset({"append", "extend", "insert", "update", "add", "appendleft",
+                           "extendleft"})
+# Calls that build a new Python container (REF012 takes only such names for outer state).
+CONTAINER_CONSTRUCTORS = frozenset({
+    "builtins.list", "builtins.dict", "builtins.set", "collections.defaultdict",
+    "collections.OrderedDict", "collections.deque", "collections.Counter",
+})
 # Functions of those modules whose result is metadata, never taken for an Array by REF013.
 ARRAY_METADATA_FUNCTIONS = frozenset({
     "shape", "dtype", "iinfo", "finfo", "result_type", "promote_types", "broadcast_shapes",

@@ -283,8 +283,7 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
             return lint_non_candidate(source, path, settings)
         if not gate_allows(source, settings):
             # The stdlib parser accepted the file, so there is no REF900 to report.
-            diags = apply_noqa([], source, settings, path) if "noqa" in source else []
-            return FileResult(path, diags, source, skipped=True)
+            return FileResult(path, _noqa_only(source, path, settings), source, skipped=True)
     try:
         module = parse_module(source)
     except cst.ParserSyntaxError as e:
@@ -325,8 +324,12 @@ def lint_non_candidate(source: str, path: str, settings: Settings) -> FileResult
         error = syntax_error_only(source, path)
         if error is not None:
             return FileResult(path, [error], source, skipped=True)
-    diags = apply_noqa([], source, settings, path) if "noqa" in source else []
-    return FileResult(path, diags, source, skipped=True)
+    return FileResult(path, _noqa_only(source, path, settings), source, skipped=True)
+
+
+def _noqa_only(source: str, path: str, settings: Settings) -> list:
+    """A file no rule analysed still has its suppression comments checked (REF901/REF902)."""
+    return apply_noqa([], source, settings, path) if "noqa" in source else []
 
 
 def syntax_error_only(source: str, path: str) -> Optional[Diagnostic]:

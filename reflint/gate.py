@@ -57,10 +57,7 @@ LEAK_APIS = frozenset({api.JIT, api.PMAP, api.SHARD_MAP, api.VMAP, api.SCAN, api
 _ARRAY_APIS = frozenset({api.REF_GET, api.REF_SWAP, api.STOP_GRADIENT})
 # APIs that call the functions passed to them (call-site bindings of those functions).
 _CALLING_APIS = api.FUNCTION_TRANSFORMS | api.CONTROL_FLOW | _PALLAS | {api.PARTIAL}
-_STORE_METHODS = frozenset({"append", "extend", "insert", "update", "add", "appendleft",
-                            "extendleft"})
-_CONTAINER_CALLS = frozenset({"list", "dict", "set", "defaultdict", "OrderedDict", "deque",
-                              "Counter"})
+_CONTAINER_CALLS = frozenset(q.rsplit(".", 1)[1] for q in api.CONTAINER_CONSTRUCTORS)
 _PASS_THROUGH_CALLS = frozenset({"tuple", "list"})  # builtins returning their argument's items
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
 _BUILTINS = frozenset(dir(builtins))
@@ -535,7 +532,7 @@ class _Walker:
             chain = self.attribute(f, _CALLEE, True)
             for e in self.exprs:
                 e.attr_calls.add(f.attr)
-            if f.attr in _STORE_METHODS and type(f.value) is ast.Name:
+            if f.attr in api.STORE_METHODS and type(f.value) is ast.Name:
                 self.scope.store_calls.append(f.value.id)
         else:
             kind, callee = "opaque", None

@@ -12,9 +12,7 @@ from ._common import role_word
 # and under which values are tracers. Plain grad/custom_vjp/checkpoint re-trace on every call.
 LEAK_KINDS = (api.JIT, api.PMAP, api.SHARD_MAP, api.VMAP, api.SCAN, "while_body", "while_cond",
               "fori", api.COND, api.SWITCH, api.MAP, "pallas_kernel")
-# Container methods that store their argument(s).
-STORE_METHODS = frozenset({"append", "extend", "insert", "update", "add", "appendleft",
-                           "extendleft"})
+STORE_METHODS = api.STORE_METHODS
 
 
 class TracedStateLeak(Rule):

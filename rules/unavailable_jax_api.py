@@ -6,10 +6,11 @@ import re
 import libcst as cst
 
 from reflint import api
+from reflint.analysis import child_nodes, dotted_name
 from reflint.rule import Finding, Rule
 from reflint.values import QN
 
-from ._common import child_nodes, parents_of
+from ._common import parents_of
 
 _COMPAT_TEST = re.compile(r"hasattr|getattr|version|__version__|_version")
 
@@ -129,7 +130,7 @@ def _names(analysis, parents):
     stack = [analysis.module]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Attribute) and _dotted(node) is not None:
+        if isinstance(node, cst.Attribute) and dotted_name(node) is not None:
             parent = parents.get(id(node))
             if not (isinstance(parent, cst.Attribute) and parent.value is node):
                 v = analysis.value_of(node)
@@ -140,21 +141,21 @@ def _names(analysis, parents):
             continue  # the chain's inner parts are prefixes, not names of their own
         if isinstance(node, cst.ImportFrom) and not node.relative and \
                 not isinstance(node.names, cst.ImportStar) and node.module is not None:
-            module = _dotted(node.module)
+            module = dotted_name(node.module)
             if module is not None:
                 q = _known_prefix(module)
                 if q is not None:
                     yield node.module, q
                 else:
                     for alias in node.names:
-                        name = _dotted(alias.name)
+                        name = dotted_name(alias.name)
                         q = _known_prefix(f"{module}.{name}") if name else None
                         if q is not None:
                             yield alias, q
             continue
         if isinstance(node, cst.Import):
             for alias in node.names:
-                name = _dotted(alias.name)
+                name = dotted_name(alias.name)
                 q = _known_prefix(name) if name else None
                 if q is not None:
                     yield alias, q
@@ -187,13 +188,4 @@ def _guarded(analysis, parents, node) -> bool:
             return True
         child, cur = cur, parents.get(id(cur))
     return False
-
-
-def _dotted(node):
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
 
