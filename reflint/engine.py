@@ -5,6 +5,7 @@ Also applies fixes, verifying each result before it is accepted.
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import sys
@@ -15,7 +16,7 @@ from typing import Optional
 
 import libcst as cst
 
-from . import gate
+from . import fasttree, gate
 from .analysis import ModuleAnalysis
 from .codes import CODES, META_CODES
 from .diagnostics import SAFE, Diagnostic
@@ -28,6 +29,8 @@ UNUSED_NOQA = "REF902"
 # flake8's suppression syntax (bare, with codes "A1, B2", upper case), also without the space.
 _NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 _NOQA_HINT = re.compile(r"noqa", re.I)
+# A noqa comment that may name a REF code (a superset of _NOQA's matches that have one).
+_REF_NOQA_HINT = re.compile(r"noqa\s*:.*?ref", re.I)
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.I)
 _SKIP_FILE = re.compile(r"^[ \t]*#\s*reflint:\s*skip-file\s*$", re.M)
 _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
@@ -271,19 +274,25 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
 
 
 def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool = True,
-                regex_done: bool = False) -> FileResult:
-    """Lint one file. ``use_prefilter=False`` analyses it whatever the pre-filter says (tests
-    compare both); ``regex_done`` says the textual stage already kept it (the CLI runs that
-    stage in the parent process and the ``ast`` stage here, in the workers)."""
+                regex_done: bool = False, tree: Optional[ast.Module] = None) -> FileResult:
+    """Lint one file. ``use_prefilter=False`` analyses it on libcst's own tree whatever the
+    pre-filter says (tests compare both); ``regex_done`` says the textual stage already kept
+    it; ``tree`` is the stdlib ``ast`` of ``source`` if the caller has it (flake8 does)."""
     settings = settings.for_path(path)
     if is_skipped_file(source):
         return FileResult(path, [], source, skipped=True)
     if use_prefilter:
         if not regex_done and not prefilter(settings).search(source):
             return lint_non_candidate(source, path, settings)
-        if not gate_allows(source, settings):
+        if tree is None:
+            tree = gate.parse(source)
+        if tree is not None and not gate_allows(source, settings, tree):
             # The stdlib parser accepted the file, so there is no REF900 to report.
             return FileResult(path, _noqa_only(source, path, settings), source, skipped=True)
+        if tree is not None and _clean_on_fast_tree(source, tree, path, settings):
+            return FileResult(path, _noqa_only(source, path, settings), source)
+        # A finding (or a file the fast tree does not cover): libcst's own tree, below, gives
+        # the findings their exact positions, messages and fixes.
     try:
         module = parse_module(source)
     except cst.ParserSyntaxError as e:
@@ -300,11 +309,21 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
     return FileResult(path, apply_noqa(diags, source, settings, path), source)
 
 
-def gate_allows(source: str, settings: Settings) -> bool:
+def _clean_on_fast_tree(source: str, tree: ast.Module, path: str, settings: Settings) -> bool:
+    """True if no rule reports anything on the libcst tree built from ``tree``
+    (reflint.fasttree); False if one does, or if that tree cannot be built or analysed."""
+    try:
+        module = fasttree.convert(source, tree)
+        return not check_module(module, path, settings, source)
+    except Exception:  # noqa: BLE001 - libcst's own parse decides then
+        return False
+
+
+def gate_allows(source: str, settings: Settings, tree: Optional[ast.Module] = None) -> bool:
     """Stage two of the pre-filter (reflint.gate): False if the stdlib ``ast`` shows that no
     enabled rule can fire. True when in doubt, including when ``ast`` cannot parse the file."""
     try:
-        v = gate.verdict(source, settings.select, settings.target_jax_version)
+        v = gate.verdict(source, settings.select, settings.target_jax_version, tree=tree)
     except Exception:  # noqa: BLE001 - a bug in the gate must never cost a finding
         return True
     if v is None:
@@ -365,16 +384,17 @@ def check_module(module: cst.Module, path: str, settings: Settings,
     analysis.source = source if source is not None else module.code
     out = []
     seen = set()
-    for rule in rules:
-        for finding in rule.check(analysis):
-            d = rule.to_diagnostic(analysis, finding, path)
-            if d.fix is not None and d.fix.applicability != SAFE and not settings.unsafe_fixes:
-                pass  # keep the fix in the diagnostic; --fix applies it only on request
-            k = (d.line, d.column, d.code)
-            if k in seen:
-                continue
-            seen.add(k)
-            out.append(d)
+    try:
+        for rule in rules:
+            for finding in rule.check(analysis):
+                d = rule.to_diagnostic(analysis, finding, path)
+                k = (d.line, d.column, d.code)
+                if k in seen:
+                    continue
+                seen.add(k)
+                out.append(d)
+    finally:
+        analysis.release()
     out.sort()
     return out
 
@@ -451,6 +471,8 @@ def apply_noqa(diags: list, source: str, settings: Optional[Settings] = None,
 
     With ``settings``, also report unknown REF codes in suppressions (REF901) and, when
     REF902 is selected, REF suppressions that suppress nothing."""
+    if not diags and not _REF_NOQA_HINT.search(source):
+        return diags  # nothing to suppress, and no REF code a REF901/REF902 could be about
     comments = noqa_comments(source)
     if not comments:
         return diags

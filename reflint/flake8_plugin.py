@@ -8,6 +8,7 @@ selection (``--select``, ``extend-select``, ``per-file-ignores``) and ``# noqa``
 
 from __future__ import annotations
 
+import ast
 import os
 from typing import Iterator
 
@@ -36,8 +37,9 @@ class Flake8Plugin:
     version = __version__
 
     def __init__(self, tree, lines, filename):
-        # ``tree`` is requested so that flake8 runs this as a tree plugin (once per file);
-        # the analysis works on the source text through libcst.
+        # flake8's ``ast`` of the file: the pre-filter's second stage and the fast tree
+        # (reflint.fasttree) start from it instead of parsing the file again.
+        self.tree = tree
         self.lines = lines
         self.filename = filename
 
@@ -45,7 +47,8 @@ class Flake8Plugin:
         source = "".join(self.lines)
         settings = _settings_for(self.filename)
         try:
-            result = lint_source(source, self.filename, settings)
+            tree = self.tree if isinstance(self.tree, ast.Module) else None
+            result = lint_source(source, self.filename, settings, tree=tree)
         except Exception as e:  # noqa: BLE001 - as `reflint check`: report, do not crash
             yield 1, 0, (f"REF900 internal error while checking this file: "
                          f"{type(e).__name__}: {e}"), type(self)

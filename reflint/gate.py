@@ -161,6 +161,13 @@ class _Walker:
         self.calls: list = []  # _Call
         self.exprs: list = []  # stack of _Expr accumulators
 
+    def release(self) -> None:
+        """Break the cycles between scopes and the expressions that read them, so everything
+        the walk built is freed at once, not by a pass of the cyclic garbage collector."""
+        for scope in [self.module, *self.scopes]:
+            scope.bindings = scope.defs = scope.returns = scope.parent = None
+        self.__dict__.clear()
+
     # -- recording -----------------------------------------------------------------------
 
     def _note_chain(self, dotted: str, ctx: int, is_value: bool) -> None:
@@ -640,22 +647,33 @@ class Verdict:
 _EVERYTHING = Verdict(True, True, True, True)
 
 
-def verdict(source: str, enabled, version: tuple, complete: bool = False
-            ) -> Optional[Verdict]:
-    """The gate's answers for ``source`` given the enabled rule codes and the target JAX
-    version, or None if the stdlib parser rejects it (libcst decides then: a REF900, or syntax
-    newer than this Python's). Questions are asked cheapest first and, unless ``complete``,
-    only until one answer is yes (the file is analysed then anyway)."""
+def parse(source: str) -> Optional[ast.Module]:
+    """``ast.parse(source)``, or None if the stdlib parser rejects it (libcst decides then: a
+    REF900, or syntax newer than this Python's)."""
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def verdict(source: str, enabled, version: tuple, complete: bool = False,
+            tree: Optional[ast.Module] = None) -> Optional[Verdict]:
+    """The gate's answers for ``source`` (whose ``ast`` is ``tree`` when given) given the
+    enabled rule codes and the target JAX version, or None if the stdlib parser rejects it.
+    Questions are asked cheapest first and, unless ``complete``, only until one answer is yes
+    (the file is analysed then anyway)."""
+    if tree is None:
+        tree = parse(source)
+        if tree is None:
+            return None
     w = _Walker(_import_roots(source))
     try:
         w.body(tree.body)
         return _decide(w, enabled, version, complete)
     except RecursionError:
         return _EVERYTHING
+    finally:
+        w.release()
 
 
 def _resolve_chain(w: _Walker, dotted: str, scope: _Scope) -> list:

@@ -1,0 +1,650 @@
+"""A libcst tree built from the stdlib ``ast``: the analysis' input for files with no finding.
+
+libcst's parser costs about 55 µs a line here; CPython's about 5, and the pre-filter's second
+stage (``reflint.gate``) has already run it. Building libcst's nodes from that ``ast`` tree
+costs about 10 µs a line, so a file the gate keeps is first analysed on the tree built here,
+and parsed by libcst only if a rule reports something on it (``engine.lint_source``): the
+diagnostics, their positions, their messages and their fixes always come from libcst's own
+tree. Most kept files have no finding, so most never meet libcst's parser.
+
+The tree has the node types, fields and nesting that ``libcst.parse_module`` gives for the same
+source, with default whitespace, no comments and no parentheses (which the analysis does not
+read). ``tests/test_fasttree.py`` checks it against libcst's tree, whitespace aside, on every
+fixture and example, on generated programs, and on real code; and that the findings are the
+same with and without it. Inside f-strings the text parts and the spelling of constants are
+approximate (Python 3.11's ``ast`` does not keep them); the expressions are the same. Anything
+this module does not build raises ``Unsupported``, and the file is parsed by libcst instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from typing import Optional
+
+import libcst as cst
+
+__all__ = ["Unsupported", "convert"]
+
+
+class Unsupported(Exception):
+    """The source holds something this module does not build: use libcst's parser."""
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+# One string literal, whole (prefix, quotes, body): implicit concatenations do not match.
+_ONE_STRING = re.compile(
+    r'[A-Za-z]*(?:"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
+    r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
+    r'|"(?:[^"\\\n]|\\[\s\S])*"'
+    r"|'(?:[^'\\\n]|\\[\s\S])*')"
+)
+_STRING_TOKEN = re.compile(
+    r'[A-Za-z]*(?:"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
+    r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
+    r'|"(?:[^"\\\n]|\\[\s\S])*"'
+    r"|'(?:[^'\\\n]|\\[\s\S])*')"
+)
+_GAP = re.compile(r"(?:\s|\\\n|\\\r\n|\\\r|#[^\r\n]*)*")
+
+# ast operator -> the name of libcst's node for it
+_BINARY = {
+    ast.Add: "Add", ast.Sub: "Subtract", ast.Mult: "Multiply", ast.Div: "Divide",
+    ast.FloorDiv: "FloorDivide", ast.Mod: "Modulo", ast.Pow: "Power",
+    ast.LShift: "LeftShift", ast.RShift: "RightShift", ast.BitOr: "BitOr",
+    ast.BitAnd: "BitAnd", ast.BitXor: "BitXor", ast.MatMult: "MatrixMultiply",
+}
+_AUGMENTED = {
+    ast.Add: "AddAssign", ast.Sub: "SubtractAssign", ast.Mult: "MultiplyAssign",
+    ast.Div: "DivideAssign", ast.FloorDiv: "FloorDivideAssign", ast.Mod: "ModuloAssign",
+    ast.Pow: "PowerAssign", ast.LShift: "LeftShiftAssign",
+    ast.RShift: "RightShiftAssign", ast.BitOr: "BitOrAssign", ast.BitAnd: "BitAndAssign",
+    ast.BitXor: "BitXorAssign", ast.MatMult: "MatrixMultiplyAssign",
+}
+_UNARY = {ast.UAdd: "Plus", ast.USub: "Minus", ast.Invert: "BitInvert", ast.Not: "Not"}
+_COMPARE = {
+    ast.Eq: "Equal", ast.NotEq: "NotEqual", ast.Lt: "LessThan",
+    ast.LtE: "LessThanEqual", ast.Gt: "GreaterThan", ast.GtE: "GreaterThanEqual",
+    ast.Is: "Is", ast.IsNot: "IsNot", ast.In: "In", ast.NotIn: "NotIn",
+}
+_CONVERSION = {-1: None, 115: "s", 114: "r", 97: "a"}
+
+
+class _Nodes:
+    """``N.Call(func=..., args=...)`` builds ``cst.Call`` with one shared instance for each
+    field whose default is built per node (whitespace, mostly): about 5 default objects a line
+    of source that nothing reads. Nodes are immutable; only layout nodes are shared."""
+
+    def __getattr__(self, name: str):
+        cls = getattr(cst, name)
+        shared = {f.name: f.default_factory() for f in dataclasses.fields(cls)
+                  if f.default_factory is not dataclasses.MISSING}
+        if shared:
+            def make(*args, **kwargs):
+                return cls(*args, **{**shared, **kwargs})
+        else:
+            make = cls
+        setattr(self, name, make)
+        return make
+
+
+N = _Nodes()
+
+
+def _no_validation(self) -> None:
+    pass
+
+
+def convert(source: str, tree: Optional[ast.Module] = None) -> cst.Module:
+    """libcst's tree for ``source`` (whitespace aside), built from ``tree`` (``ast.parse`` of
+    ``source``, parsed here if not given). Raises ``Unsupported`` (or the parser's error)."""
+    if tree is None:
+        tree = ast.parse(source)
+    base = cst.CSTNode
+    original = base.__dict__.get("__post_init__")
+    # As in engine.parse_module: the nodes are built from a tree CPython accepted, so libcst's
+    # per-node validation cannot fail and is skipped (about a third of the cost).
+    if original is not None:
+        base.__post_init__ = _no_validation  # type: ignore[method-assign]
+    try:
+        return _Builder(source).module(tree)
+    except RecursionError as e:
+        raise Unsupported("nesting too deep") from e
+    finally:
+        if original is not None:
+            base.__post_init__ = original  # type: ignore[method-assign]
+
+
+class _Builder:
+    def __init__(self, source: str):
+        self.source = source
+        self.lines = _NEWLINE.split(source)
+        self._ascii = source.isascii()
+        self._inner_builder: Optional[_InnerBuilder] = None
+        self._stmt = {
+            ast.FunctionDef: self.s_function, ast.AsyncFunctionDef: self.s_function,
+            ast.ClassDef: self.s_class, ast.If: self.s_if, ast.For: self.s_for,
+            ast.AsyncFor: self.s_for, ast.While: self.s_while, ast.With: self.s_with,
+            ast.AsyncWith: self.s_with, ast.Try: self.s_try,
+        }
+        if hasattr(ast, "TryStar"):
+            self._stmt[ast.TryStar] = self.s_try
+        if hasattr(ast, "Match"):
+            self._stmt[ast.Match] = self.s_match
+        self._small = {
+            ast.Expr: lambda n: N.Expr(value=self.expr(n.value)),
+            ast.Assign: self.s_assign, ast.AugAssign: self.s_augassign,
+            ast.AnnAssign: self.s_annassign, ast.Return: self.s_return,
+            ast.Pass: lambda n: N.Pass(), ast.Break: lambda n: N.Break(),
+            ast.Continue: lambda n: N.Continue(), ast.Raise: self.s_raise,
+            ast.Assert: self.s_assert, ast.Delete: self.s_delete,
+            ast.Global: lambda n: N.Global(names=[N.NameItem(name=N.Name(x))
+                                                   for x in n.names]),
+            ast.Nonlocal: lambda n: N.Nonlocal(names=[N.NameItem(name=N.Name(x))
+                                                       for x in n.names]),
+            ast.Import: self.s_import, ast.ImportFrom: self.s_importfrom,
+        }
+        e = self.expr
+        self._expr = {
+            ast.Name: lambda n: N.Name(n.id),
+            ast.Attribute: lambda n: N.Attribute(value=e(n.value), attr=N.Name(n.attr)),
+            ast.Call: self.e_call, ast.Constant: self.e_constant,
+            ast.Subscript: self.e_subscript,
+            ast.BinOp: lambda n: N.BinaryOperation(
+                left=e(n.left), operator=getattr(N, _BINARY[type(n.op)])(), right=e(n.right)),
+            ast.UnaryOp: lambda n: N.UnaryOperation(
+                operator=getattr(N, _UNARY[type(n.op)])(), expression=e(n.operand)),
+            ast.BoolOp: self.e_boolop, ast.Compare: self.e_compare,
+            ast.IfExp: lambda n: N.IfExp(test=e(n.test), body=e(n.body), orelse=e(n.orelse)),
+            ast.Lambda: lambda n: N.Lambda(params=self.params(n.args), body=e(n.body)),
+            ast.NamedExpr: lambda n: N.NamedExpr(target=e(n.target), value=e(n.value)),
+            ast.Await: lambda n: N.Await(expression=e(n.value)),
+            ast.Yield: lambda n: N.Yield(value=None if n.value is None else e(n.value)),
+            ast.YieldFrom: lambda n: N.Yield(value=N.From(item=e(n.value))),
+            ast.List: lambda n: N.List(elements=self.elements(n.elts)),
+            ast.Tuple: lambda n: N.Tuple(elements=self.elements(n.elts)),
+            ast.Set: lambda n: N.Set(elements=self.elements(n.elts)),
+            ast.Dict: self.e_dict,
+            ast.ListComp: lambda n: N.ListComp(elt=e(n.elt), for_in=self.comp(n.generators)),
+            ast.SetComp: lambda n: N.SetComp(elt=e(n.elt), for_in=self.comp(n.generators)),
+            ast.GeneratorExp: lambda n: N.GeneratorExp(elt=e(n.elt),
+                                                         for_in=self.comp(n.generators)),
+            ast.DictComp: lambda n: N.DictComp(key=e(n.key), value=e(n.value),
+                                                 for_in=self.comp(n.generators)),
+            ast.JoinedStr: self.e_string,
+            ast.Starred: lambda n: N.StarredElement(value=e(n.value)),
+        }
+
+    # -- source text ---------------------------------------------------------------------
+
+    def _col(self, line: int, col: int) -> int:
+        """The character offset of the UTF-8 byte offset ``col`` on 1-based ``line``."""
+        if self._ascii:
+            return col
+        text = self.lines[line - 1]
+        if text.isascii():
+            return col
+        return len(text.encode("utf-8")[:col].decode("utf-8", "replace"))
+
+    def text(self, node) -> str:
+        """The source text of ``node`` (ast positions)."""
+        l0, l1 = node.lineno, node.end_lineno
+        c0, c1 = self._col(l0, node.col_offset), self._col(l1, node.end_col_offset)
+        if l0 == l1:
+            return self.lines[l0 - 1][c0:c1]
+        parts = [self.lines[l0 - 1][c0:]]
+        parts.extend(self.lines[l0:l1 - 1])
+        parts.append(self.lines[l1 - 1][:c1])
+        return "\n".join(parts)
+
+    def _before(self, node) -> str:
+        """The text of ``node``'s first line before it."""
+        return self.lines[node.lineno - 1][:self._col(node.lineno, node.col_offset)]
+
+    # -- statements ----------------------------------------------------------------------
+
+    def module(self, tree: ast.Module) -> cst.Module:
+        return N.Module(body=self.block(tree.body))
+
+    def block(self, stmts) -> list:
+        """A module's or an indented block's statements: compound statements, and lines of
+        small statements (``a = 1; b = 2`` is one SimpleStatementLine)."""
+        out = []
+        line: list = []
+        line_end = -1
+        for s in stmts:
+            build = self._small.get(type(s))
+            if build is None:
+                if line:
+                    out.append(N.SimpleStatementLine(body=line))
+                    line = []
+                out.append(self.stmt(s))
+                continue
+            if line and s.lineno == line_end:
+                line.append(build(s))
+            else:
+                if line:
+                    out.append(N.SimpleStatementLine(body=line))
+                line = [build(s)]
+            line_end = s.end_lineno
+        if line:
+            out.append(N.SimpleStatementLine(body=line))
+        return out
+
+    def suite(self, stmts):
+        """A compound statement's body: an IndentedBlock, or a SimpleStatementSuite when the
+        body follows the colon on the same line (``if x: return``)."""
+        first = stmts[0]
+        if first.col_offset and self._before(first).strip():
+            return N.SimpleStatementSuite(body=[self.small(s) for s in stmts])
+        return N.IndentedBlock(body=self.block(stmts))
+
+    def small(self, s):
+        build = self._small.get(type(s))
+        if build is None:
+            raise Unsupported(type(s).__name__)
+        return build(s)
+
+    def stmt(self, s):
+        build = self._stmt.get(type(s))
+        if build is None:
+            raise Unsupported(type(s).__name__)  # syntax newer than this module
+        return build(s)
+
+    def s_function(self, n):
+        return N.FunctionDef(
+            name=N.Name(n.name), params=self.params(n.args), body=self.suite(n.body),
+            decorators=[N.Decorator(decorator=self.expr(d)) for d in n.decorator_list],
+            returns=None if n.returns is None else N.Annotation(self.expr(n.returns)),
+            asynchronous=N.Asynchronous() if isinstance(n, ast.AsyncFunctionDef) else None)
+
+    def s_class(self, n):
+        bases = [self.arg(b) for b in n.bases]
+        keywords = [self.keyword(k) for k in n.keywords]
+        return N.ClassDef(
+            name=N.Name(n.name), body=self.suite(n.body), bases=bases, keywords=keywords,
+            decorators=[N.Decorator(decorator=self.expr(d)) for d in n.decorator_list])
+
+    def s_if(self, n):
+        orelse = None
+        if n.orelse:
+            first = n.orelse[0]
+            if len(n.orelse) == 1 and isinstance(first, ast.If) and \
+                    self.lines[first.lineno - 1].startswith(
+                        "elif", self._col(first.lineno, first.col_offset)):
+                orelse = self.s_if(first)
+            else:
+                orelse = N.Else(body=self.suite(n.orelse))
+        return N.If(test=self.expr(n.test), body=self.suite(n.body), orelse=orelse)
+
+    def _else(self, stmts):
+        return N.Else(body=self.suite(stmts)) if stmts else None
+
+    def s_for(self, n):
+        return N.For(target=self.expr(n.target), iter=self.expr(n.iter),
+                       body=self.suite(n.body), orelse=self._else(n.orelse),
+                       asynchronous=N.Asynchronous() if isinstance(n, ast.AsyncFor) else None)
+
+    def s_while(self, n):
+        return N.While(test=self.expr(n.test), body=self.suite(n.body),
+                         orelse=self._else(n.orelse))
+
+    def s_with(self, n):
+        items = [N.WithItem(item=self.expr(i.context_expr),
+                              asname=None if i.optional_vars is None else
+                              N.AsName(name=self.expr(i.optional_vars)))
+                 for i in n.items]
+        return N.With(items=items, body=self.suite(n.body),
+                        asynchronous=N.Asynchronous() if isinstance(n, ast.AsyncWith)
+                        else None)
+
+    def s_try(self, n):
+        star = type(n).__name__ == "TryStar"
+        handler = cst.ExceptStarHandler if star else cst.ExceptHandler
+        handlers = [handler(body=self.suite(h.body),
+                            type=None if h.type is None else self.expr(h.type),
+                            name=None if h.name is None else N.AsName(name=N.Name(h.name)))
+                    for h in n.handlers]
+        return (cst.TryStar if star else cst.Try)(
+            body=self.suite(n.body), handlers=handlers, orelse=self._else(n.orelse),
+            finalbody=N.Finally(body=self.suite(n.finalbody)) if n.finalbody else None)
+
+    def s_match(self, n):
+        return N.Match(subject=self.expr(n.subject), cases=[
+            N.MatchCase(pattern=self.pattern(c.pattern), body=self.suite(c.body),
+                          guard=None if c.guard is None else self.expr(c.guard))
+            for c in n.cases])
+
+    def pattern(self, p):
+        t = type(p).__name__
+        if t == "MatchAs":
+            return N.MatchAs(pattern=None if p.pattern is None else self.pattern(p.pattern),
+                               name=None if p.name is None else N.Name(p.name))
+        if t == "MatchValue":
+            return N.MatchValue(value=self.expr(p.value))
+        if t == "MatchSingleton":
+            return N.MatchSingleton(value=N.Name(repr(p.value)))
+        if t == "MatchSequence":
+            items = [self.pattern(q) if type(q).__name__ == "MatchStar"
+                     else N.MatchSequenceElement(value=self.pattern(q)) for q in p.patterns]
+            # `(a, b)` is a MatchTuple; `[a, b]` and the open `a, b` are MatchLists.
+            if self.lines[p.lineno - 1].startswith("(", self._col(p.lineno, p.col_offset)) \
+                    and (not p.patterns or self._parenthesized(p, p.patterns[0])):
+                return N.MatchTuple(patterns=items)
+            return N.MatchList(patterns=items)
+        if t == "MatchStar":
+            return N.MatchStar(name=None if p.name is None else N.Name(p.name))
+        if t == "MatchMapping":
+            return N.MatchMapping(
+                elements=[N.MatchMappingElement(key=self.expr(k), pattern=self.pattern(v))
+                          for k, v in zip(p.keys, p.patterns)],
+                rest=None if p.rest is None else N.Name(p.rest))
+        if t == "MatchClass":
+            return N.MatchClass(
+                cls=self.expr(p.cls),
+                patterns=[N.MatchSequenceElement(value=self.pattern(q)) for q in p.patterns],
+                kwds=[N.MatchKeywordElement(key=N.Name(k), pattern=self.pattern(q))
+                      for k, q in zip(p.kwd_attrs, p.kwd_patterns)])
+        if t == "MatchOr":
+            last = len(p.patterns) - 1
+            return N.MatchOr(patterns=[
+                N.MatchOrElement(pattern=self.pattern(q),
+                                   separator=cst.MaybeSentinel.DEFAULT if i == last
+                                   else N.BitOr())
+                for i, q in enumerate(p.patterns)])
+        raise Unsupported(t)
+
+    def s_assign(self, n):
+        return N.Assign(targets=[N.AssignTarget(target=self.expr(t)) for t in n.targets],
+                          value=self.expr(n.value))
+
+    def s_augassign(self, n):
+        return N.AugAssign(target=self.expr(n.target), operator=getattr(N, _AUGMENTED[type(n.op)])(),
+                             value=self.expr(n.value))
+
+    def s_annassign(self, n):
+        return N.AnnAssign(target=self.expr(n.target),
+                             annotation=N.Annotation(self.expr(n.annotation)),
+                             value=None if n.value is None else self.expr(n.value))
+
+    def s_return(self, n):
+        return N.Return(value=None if n.value is None else self.expr(n.value))
+
+    def s_raise(self, n):
+        return N.Raise(exc=None if n.exc is None else self.expr(n.exc),
+                         cause=None if n.cause is None else N.From(item=self.expr(n.cause)))
+
+    def s_assert(self, n):
+        return N.Assert(test=self.expr(n.test),
+                          msg=None if n.msg is None else self.expr(n.msg))
+
+    def s_delete(self, n):
+        if len(n.targets) == 1:
+            return N.Del(target=self.expr(n.targets[0]))
+        return N.Del(target=N.Tuple(elements=self.elements(n.targets)))
+
+    def _dotted(self, name: str):
+        parts = name.split(".")
+        node = N.Name(parts[0])
+        for p in parts[1:]:
+            node = N.Attribute(value=node, attr=N.Name(p))
+        return node
+
+    def _alias(self, a):
+        return N.ImportAlias(name=self._dotted(a.name),
+                               asname=None if a.asname is None else
+                               N.AsName(name=N.Name(a.asname)))
+
+    def s_import(self, n):
+        return N.Import(names=[self._alias(a) for a in n.names])
+
+    def s_importfrom(self, n):
+        if len(n.names) == 1 and n.names[0].name == "*":
+            names = N.ImportStar()
+        else:
+            names = [self._alias(a) for a in n.names]
+        return N.ImportFrom(module=None if n.module is None else self._dotted(n.module),
+                              names=names, relative=[N.Dot() for _ in range(n.level or 0)])
+
+    # -- parameters and arguments --------------------------------------------------------
+
+    def _param(self, a, default=None, star=""):
+        return N.Param(name=N.Name(a.arg),
+                         annotation=None if a.annotation is None else
+                         N.Annotation(self.expr(a.annotation)),
+                         default=None if default is None else self.expr(default), star=star)
+
+    def params(self, args: ast.arguments) -> cst.Parameters:
+        positional = args.posonlyargs + args.args
+        defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        built = [self._param(a, d) for a, d in zip(positional, defaults)]
+        posonly = built[:len(args.posonlyargs)]
+        if args.vararg is not None:
+            star_arg = self._param(args.vararg, star="*")
+        elif args.kwonlyargs:
+            star_arg = N.ParamStar()
+        else:
+            star_arg = cst.MaybeSentinel.DEFAULT
+        return N.Parameters(
+            params=built[len(args.posonlyargs):], star_arg=star_arg,
+            kwonly_params=[self._param(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults)],
+            star_kwarg=None if args.kwarg is None else self._param(args.kwarg, star="**"),
+            posonly_params=posonly,
+            posonly_ind=N.ParamSlash() if posonly else cst.MaybeSentinel.DEFAULT)
+
+    def arg(self, a):
+        if isinstance(a, ast.Starred):
+            return N.Arg(value=self.expr(a.value), star="*")
+        return N.Arg(value=self.expr(a))
+
+    def keyword(self, k):
+        if k.arg is None:
+            return N.Arg(value=self.expr(k.value), star="**")
+        return N.Arg(value=self.expr(k.value), keyword=N.Name(k.arg))
+
+    # -- expressions ---------------------------------------------------------------------
+
+    def expr(self, n):
+        return self._expr[type(n)](n)
+
+    def e_call(self, n):
+        args = [self.arg(a) for a in n.args]
+        if n.keywords:
+            kws = [self.keyword(k) for k in n.keywords]
+            if args and any(_pos(k) < _pos(n.args[-1]) for k in n.keywords):
+                # `f(x=1, *rest)`: arguments in source order.
+                pairs = sorted(zip([_pos(a) for a in n.args] + [_pos(k) for k in n.keywords],
+                                   range(len(args) + len(kws)), args + kws))
+                args = [p[2] for p in pairs]
+            else:
+                args += kws
+        return N.Call(func=self.expr(n.func), args=args)
+
+    def e_constant(self, n):
+        v = n.value
+        if isinstance(v, (str, bytes)):
+            return self.e_string(n)
+        if v is Ellipsis:
+            return N.Ellipsis()
+        if v is None or v is True or v is False:
+            return N.Name(repr(v))
+        text = self.text(n)
+        if isinstance(v, complex):
+            return N.Imaginary(text)
+        if isinstance(v, float):
+            return N.Float(text)
+        if isinstance(v, int):
+            return N.Integer(text)
+        raise Unsupported(type(v).__name__)
+
+    def e_string(self, n):
+        """A string: SimpleString, FormattedString, or ConcatenatedString for implicit
+        concatenation (nested to the right, as libcst does)."""
+        text = self.text(n)
+        if _ONE_STRING.fullmatch(text):
+            return self._one_string(text, n)
+        parts = []
+        i = 0
+        while i < len(text):
+            m = _STRING_TOKEN.match(text, i)
+            if m is None:
+                raise Unsupported("string")
+            parts.append(self._one_string(m.group(0), None))
+            i = _GAP.match(text, m.end()).end()
+        out = parts[-1]
+        for left in reversed(parts[:-1]):
+            out = N.ConcatenatedString(left=left, right=out)
+        return out
+
+    def _one_string(self, text: str, node):
+        prefix = text[:len(text) - len(text.lstrip("rRbBuUfF"))]
+        if "f" not in prefix.lower():
+            return N.SimpleString(text)
+        if node is None or not isinstance(node, ast.JoinedStr):
+            try:
+                node = ast.parse(text, mode="eval").body
+            except SyntaxError as e:  # pragma: no cover - the file parsed
+                raise Unsupported("f-string") from e
+        quote = text[len(prefix):len(prefix) + 3]
+        if quote not in ('"""', "'''"):
+            quote = quote[0]
+        return N.FormattedString(parts=self._fparts(node.values),
+                                   start=prefix + quote, end=quote)
+
+    def _fparts(self, values) -> list:
+        out = []
+        for v in values:
+            if isinstance(v, ast.Constant):
+                out.append(N.FormattedStringText(
+                    str(v.value).replace("{", "{{").replace("}", "}}")))
+            else:
+                spec = None if v.format_spec is None else self._fparts(v.format_spec.values)
+                out.append(N.FormattedStringExpression(
+                    expression=self._inner(v.value), conversion=_CONVERSION.get(v.conversion),
+                    format_spec=spec))
+        return out
+
+    def _inner(self, n):
+        """An expression inside an f-string: Python 3.11 does not give reliable positions
+        there, so it is built by a builder that does not read the source."""
+        if self._inner_builder is None:
+            self._inner_builder = _InnerBuilder(self.source)
+            self._inner_builder.lines = self.lines
+        return self._inner_builder.expr(n)
+
+    def e_subscript(self, n):
+        s = n.slice
+        if isinstance(s, ast.Tuple) and s.elts and (
+                isinstance(s.elts[0], ast.Slice) or not self._parenthesized(s, s.elts[0])):
+            # `x[i, j]`: one element per item; `x[(i, j)]`: one element, a tuple.
+            elements = [N.SubscriptElement(slice=self.index(e)) for e in s.elts]
+        else:
+            elements = [N.SubscriptElement(slice=self.index(s))]
+        return N.Subscript(value=self.expr(n.value), slice=elements)
+
+    def index(self, s):
+        if isinstance(s, ast.Slice):
+            return N.Slice(lower=None if s.lower is None else self.expr(s.lower),
+                             upper=None if s.upper is None else self.expr(s.upper),
+                             step=None if s.step is None else self.expr(s.step))
+        if isinstance(s, ast.Starred):
+            return N.Index(value=self.expr(s.value), star="*")
+        return N.Index(value=self.expr(s))
+
+    def _parenthesized(self, t, first) -> bool:
+        """Whether the tuple (or sequence pattern) ``t`` has parentheses of its own: more ``(``
+        between its start and its ``first`` element than ``)`` after that element's end (the
+        element's own)."""
+        before = self._span(t.lineno, t.col_offset, first.lineno, first.col_offset)
+        opened = before.count("(")
+        if not opened:
+            return False
+        after_first = self._from(first.end_lineno, first.end_col_offset)
+        closed = 0
+        for ch in after_first:
+            if ch == ")":
+                closed += 1
+            elif not ch.isspace() and ch != "\\":
+                break
+        return opened > closed
+
+    def _span(self, l0, c0, l1, c1) -> str:
+        c0, c1 = self._col(l0, c0), self._col(l1, c1)
+        if l0 == l1:
+            return self.lines[l0 - 1][c0:c1]
+        return "\n".join([self.lines[l0 - 1][c0:], *self.lines[l0:l1 - 1],
+                          self.lines[l1 - 1][:c1]])
+
+    def _from(self, line, col):
+        """The text from a position on, a few lines at most (what follows an element)."""
+        c = self._col(line, col)
+        return "\n".join([self.lines[line - 1][c:], *self.lines[line:line + 3]])
+
+    def elements(self, elts) -> list:
+        return [N.StarredElement(value=self.expr(e.value)) if isinstance(e, ast.Starred)
+                else N.Element(value=self.expr(e)) for e in elts]
+
+    def e_dict(self, n):
+        return N.Dict(elements=[
+            N.StarredDictElement(value=self.expr(v)) if k is None
+            else N.DictElement(key=self.expr(k), value=self.expr(v))
+            for k, v in zip(n.keys, n.values)])
+
+    def e_boolop(self, n):
+        op = cst.And if isinstance(n.op, ast.And) else cst.Or
+        out = self.expr(n.values[0])
+        for v in n.values[1:]:
+            out = N.BooleanOperation(left=out, operator=op(), right=self.expr(v))
+        return out
+
+    def e_compare(self, n):
+        return N.Comparison(left=self.expr(n.left), comparisons=[
+            N.ComparisonTarget(operator=getattr(N, _COMPARE[type(op)])(), comparator=self.expr(c))
+            for op, c in zip(n.ops, n.comparators)])
+
+    def comp(self, generators):
+        out = None
+        for g in reversed(generators):
+            out = N.CompFor(target=self.expr(g.target), iter=self.expr(g.iter),
+                              ifs=[N.CompIf(test=self.expr(t)) for t in g.ifs],
+                              inner_for_in=out,
+                              asynchronous=N.Asynchronous() if g.is_async else None)
+        return out
+
+
+class _InnerBuilder(_Builder):
+    """Builds the expressions inside an f-string from the ``ast`` alone: constants are spelled
+    from their values, ``d[a, b]`` has one subscript element per tuple item."""
+
+    def e_constant(self, n):
+        v = n.value
+        if v is Ellipsis:
+            return N.Ellipsis()
+        if v is None or v is True or v is False:
+            return N.Name(repr(v))
+        if isinstance(v, (str, bytes)):
+            return N.SimpleString(repr(v))
+        if isinstance(v, complex):
+            return N.Imaginary(repr(v))
+        if isinstance(v, float):
+            return N.Float(repr(v))
+        return N.Integer(repr(v))
+
+    def e_string(self, n):
+        if isinstance(n, ast.JoinedStr):
+            return N.FormattedString(parts=self._fparts(n.values), start='f"', end='"')
+        return self.e_constant(n)
+
+    def _inner(self, n):
+        return self.expr(n)
+
+    def e_subscript(self, n):
+        s = n.slice
+        items = s.elts if isinstance(s, ast.Tuple) and s.elts else [s]
+        return N.Subscript(value=self.expr(n.value),
+                             slice=[N.SubscriptElement(slice=self.index(e)) for e in items])
+
+
+def _pos(n) -> tuple:
+    return (n.lineno, n.col_offset)

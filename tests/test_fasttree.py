@@ -1,0 +1,329 @@
+"""reflint.fasttree: the libcst tree built from the stdlib ``ast`` must be libcst's own tree
+(whitespace, comments and parentheses aside), and the findings on it the same."""
+
+from __future__ import annotations
+
+import collections
+import glob
+import os
+import textwrap
+
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from reflint import engine, fasttree
+from reflint.analysis import child_nodes
+from reflint.engine import check_module, lint_source, parse_module
+from reflint.settings import Settings
+
+from conftest import fixture_files
+from test_gate import programs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# What the fast tree leaves at libcst's defaults: layout, not structure.
+_LAYOUT = (cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace,
+           cst.EmptyLine, cst.Newline, cst.Comment, cst.LeftParen, cst.RightParen, cst.Comma,
+           cst.Colon, cst.AssignEqual, cst.Semicolon, cst.LeftSquareBracket,
+           cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Dot)
+_SCALARS = ("value", "star", "conversion")
+
+
+def shape(node, out=None, in_fstring=False) -> list:
+    """The tree as a list: node types and their names, strings, numbers and stars, in order.
+    Inside f-strings only the expressions count (their text parts and the spelling of their
+    constants are approximate in the fast tree, see the module's docstring)."""
+    if out is None:
+        out = []
+    t = type(node)
+    if t is cst.FormattedString:
+        out.append("f-string(")
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                shape(part.expression, out, True)
+                for q in part.format_spec or ():
+                    if isinstance(q, cst.FormattedStringExpression):
+                        shape(q.expression, out, True)
+        out.append(")")
+        return out
+    if in_fstring and t in (cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary):
+        out.append(t.__name__)
+        return out
+    label = [t.__name__]
+    for f in _SCALARS:
+        v = getattr(node, f, None)
+        if isinstance(v, str):
+            label.append(f"{f}={v}")
+    if t is cst.ImportFrom:
+        label.append(f"level={len(node.relative)}")
+    if t is cst.Parameters:
+        label.append(f"{type(node.star_arg).__name__}/{type(node.posonly_ind).__name__}")
+    out.append(" ".join(label) + "(")
+    for c in child_nodes(node):
+        if not isinstance(c, _LAYOUT):
+            shape(c, out, in_fstring)
+    out.append(")")
+    return out
+
+
+def assert_same_tree(source: str, where: str = "") -> None:
+    expected = shape(parse_module(source))
+    got = shape(fasttree.convert(source))
+    if got != expected:
+        i = next((k for k, (a, b) in enumerate(zip(expected, got)) if a != b),
+                 min(len(got), len(expected)))
+        pytest.fail(f"{where}: trees differ at item {i}:\n libcst: {expected[max(0, i - 5):i + 4]}"
+                    f"\n fast:   {got[max(0, i - 5):i + 4]}")
+
+
+SYNTAX = {
+    "statements": """
+        import a.b.c as d, e
+        from . import x
+        from ..p.q import (r as s, t)
+        from m import *
+        x = y = 1; z: int = 2; w: "T"
+        x += 1; x @= m; x //= 2; x **= 3; x >>= 1; x <<= 1; x ^= 1; x |= 1; x &= 1; x %= 2
+        del a, b
+        del (c)
+        del d[0], e.f
+        global g
+        assert x, "m"
+        raise E from None
+        if a: pass
+        elif b:
+            pass
+        else:
+            if c: pass
+        for i, (j, k) in z: continue
+        else: pass
+        while x:
+            break
+        else:
+            pass
+        try: pass
+        except (A, B) as e: pass
+        except C: pass
+        else: pass
+        finally: pass
+        try:
+            pass
+        except* ValueError as eg:
+            pass
+        with a as (b, c), d: pass
+        with (a as b, c as d):
+            pass
+        def f(): return 1
+        class K: x = 1
+    """,
+    "functions": """
+        @dec
+        @dec.attr(1)
+        def f(a, b: int = 1, /, c=2, *args, d, e=3, **kw) -> "R":
+            nonlocal_ = lambda p, *q, r=1, **s: p
+            return f(*args, x=1, *rest, **kw)
+        def g(*, a, b=1): yield a; yield; yield from b
+        async def h(x):
+            async for i in x:
+                await i
+            async with x as y:
+                pass
+            return [i async for i in x]
+        class C(B, *bases, metaclass=M, **kw):
+            def m(self, /): ...
+    """,
+    "expressions": """
+        x = a if b else c
+        y = not a and b or c and d and e
+        z = a < b <= c != d is not e in f not in g
+        w = -a + ~b * c @ d / e // f % g ** h << i >> j & k | l ^ m
+        v = (yield)
+        u = [1, *a], (2,), {3, *b}, {1: 2, **c}, {}, (), [], {*()}
+        t = [i for i in a if i if not i for j in i], {k: v for k, v in d}, {i for i in a}
+        s = (i for i in a)
+        r = f(i for i in a)
+        q = (n := 10), lambda: (yield)
+        p = a[1], a[1:2], a[::3], a[1, 2], a[(1, 2)], a[(1), 2], a[1:2, ::3], a[...], a[()]
+        o = a[b][c].d(e)[f:g]
+        n = 0x1F, 1_000, 1.5e-3, 2j, 1.
+        m = True, False, None, ...
+        l = a.b.c.d
+        k = (a)(b)
+        a, *b = c
+        [d, e] = f
+        (g, h), i = j
+    """,
+    "strings": r'''
+        a = "x" 'y' """z""" r'\d' u"u", b"b" rb'\'' B"\x00"
+        b = f"{x!r:>{w}} {y=} {z['k']:.2f} {{}}" "tail" f'{a}{b}'
+        c = (
+            "one"
+            f"two {three}"
+            # a comment between the parts
+            'four'
+        )
+        d = f"{'nested' + f'{inner}'}"
+        """docstring"""
+        e = "a\
+        b"
+    ''',
+    "match": """
+        match command.split():
+            case [action]:
+                pass
+            case [action, obj, *rest] if obj:
+                pass
+            case (a, b) | [a, b, _]:
+                pass
+            case a, (b), c:
+                pass
+            case Point(x=0, y=0) | Point(1, y=2):
+                pass
+            case {"x": 1, **rest}:
+                pass
+            case -1 | 1.5 | 2j | 1 + 2j | "s" | None | True | Color.RED:
+                pass
+            case [*_]:
+                pass
+            case (x) as y:
+                pass
+            case _:
+                pass
+    """,
+    "layout": "x = 1  # comment\r\nif x:\r\n\ty = [1,\r\n\t     2]\r\n\f\r\nz = \\\r\n  3\r\n",
+    "non_ascii": "\u00e9t\u00e9 = '\u00e7a'; d = {'\u00e9': 1.5, 'k': x['\u00fc'], 't': (1, 2)}\n"
+                 "y = f'{\u00e9t\u00e9!r} \u2192 {d[\"\u00e9\"]}' + a[(1, 2)] + b[1, 2]\n",
+    "one_line_suites": "if x: a = 1; b = 2\nfor i in x: f(i); g(i)\nwhile y: break\n"
+                       "class A: pass\ndef f(x): return x; pass\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SYNTAX))
+def test_same_tree_as_libcst_on_every_construct(name):
+    source = SYNTAX[name]
+    if not source.startswith("x = 1"):
+        source = textwrap.dedent(source).lstrip("\n")
+    assert_same_tree(source, name)
+
+
+def _repo_files() -> list:
+    files = fixture_files() + sorted(glob.glob(os.path.join(ROOT, "examples", "*.py")))
+    files += sorted(glob.glob(os.path.join(ROOT, "reflint", "**", "*.py"), recursive=True))
+    files += sorted(glob.glob(os.path.join(ROOT, "rules", "*.py")))
+    return files
+
+
+@pytest.mark.parametrize("path", _repo_files(), ids=lambda p: os.path.relpath(p, ROOT))
+def test_same_tree_as_libcst_on_fixtures_and_sources(path):
+    with open(path, encoding="utf-8") as fh:
+        assert_same_tree(fh.read(), path)
+
+
+def test_same_tree_as_libcst_on_installed_jax_and_flax():
+    """Every 7th file of the installed jax and flax (sorted)."""
+    import jax
+
+    roots = [os.path.dirname(jax.__file__)]
+    try:
+        import flax
+
+        roots.append(os.path.dirname(flax.__file__))
+    except ImportError:
+        pass
+    files = []
+    for root in roots:
+        files += sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True))[::7]
+    assert len(files) >= 80
+    for path in files:
+        with open(path, "rb") as fh:
+            assert_same_tree(engine.decode(fh.read()), path)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_same_tree_as_libcst_on_generated_programs(source):
+    try:
+        compile(source, "gen.py", "exec")
+    except SyntaxError:
+        return
+    assert_same_tree(source, "generated")
+
+
+# --------------------------------------------------------------------------------------------
+# Findings
+# --------------------------------------------------------------------------------------------
+
+ALL = Settings()
+
+
+def _codes(module, path, source) -> collections.Counter:
+    return collections.Counter(d.code for d in check_module(module, path, ALL, source))
+
+
+@pytest.mark.parametrize("path", fixture_files(), ids=os.path.basename)
+def test_same_findings_on_the_fast_tree(path):
+    """Every rule reports as often on the fast tree as on libcst's, fixture by fixture."""
+    with open(path, encoding="utf-8") as fh:
+        source = fh.read()
+    fast = _codes(fasttree.convert(source), path, source)
+    exact = _codes(parse_module(source), path, source)
+    assert fast == exact
+
+
+BAD = "import jax\n\n@jax.jit\ndef f(x):\n    r = jax.new_ref(x)\n    return r\n"
+CLEAN = "import jax\n\n@jax.jit\ndef f(x):\n    r = jax.new_ref(x)\n    return r[...]\n"
+
+
+def _count_libcst_parses(monkeypatch) -> list:
+    calls = []
+    real = engine.parse_module
+
+    def counting(source):
+        calls.append(source)
+        return real(source)
+
+    monkeypatch.setattr(engine, "parse_module", counting)
+    return calls
+
+
+def test_clean_file_is_not_parsed_by_libcst(monkeypatch):
+    calls = _count_libcst_parses(monkeypatch)
+    assert lint_source(CLEAN, "clean.py", ALL).diagnostics == []
+    assert calls == []
+
+
+def test_findings_come_from_libcst_tree(monkeypatch):
+    calls = _count_libcst_parses(monkeypatch)
+    diags = lint_source(BAD, "bad.py", ALL).diagnostics
+    assert [d.code for d in diags] == ["REF001"]
+    assert (diags[0].line, diags[0].column) == (6, 12)
+    assert calls == [BAD]
+    assert diags == lint_source(BAD, "bad.py", ALL, use_prefilter=False).diagnostics
+
+
+@pytest.mark.parametrize("failure", [fasttree.Unsupported("x"), KeyError("x"),
+                                     RecursionError()])
+def test_fast_tree_failure_falls_back_to_libcst(monkeypatch, failure):
+    def broken(source, tree=None):
+        raise failure
+
+    monkeypatch.setattr(fasttree, "convert", broken)
+    assert [d.code for d in lint_source(BAD, "bad.py", ALL).diagnostics] == ["REF001"]
+    assert lint_source(CLEAN, "clean.py", ALL).diagnostics == []
+
+
+def test_flake8_tree_is_used(monkeypatch):
+    """The flake8 plugin hands over the ``ast`` flake8 already built: no second parse."""
+    import ast
+
+    from reflint import gate
+    from reflint.flake8_plugin import Flake8Plugin
+
+    def no_parse(source):
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(gate, "parse", no_parse)
+    lines = BAD.splitlines(keepends=True)
+    found = list(Flake8Plugin(ast.parse(BAD), lines, "bad.py").run())
+    assert [t[2].split()[0] for t in found] == ["REF001"]
