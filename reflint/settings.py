@@ -158,6 +158,13 @@ def path_matches(path: str, pattern: str, root: str = "", ancestors: bool = True
     the files below a matching directory (per-file-ignores); without, only the path itself
     (exclusion while walking, where excluded directories are pruned)."""
     pattern = pattern.replace(os.sep, "/")
+    if not ancestors and "/" not in pattern.rstrip("/"):
+        # The file or directory's own name (the common case: every file is tested against
+        # every exclude pattern while walking).
+        name = os.path.basename(os.path.normpath(path))
+        if name in ("", ".", ".."):
+            name = os.path.basename(os.path.abspath(path))
+        return bool(_glob_regex(pattern.rstrip("/")).match(name))
     abspath = os.path.abspath(path)
     base = os.path.abspath(root or os.getcwd())
     rel = os.path.relpath(abspath, base).replace(os.sep, "/")
