@@ -680,8 +680,7 @@ def _resolve_chain(w: _Walker, dotted: str, scope: _Scope) -> list:
     """The qualified names ``dotted`` may stand for where it is read: its root must be bound
     by an import in the scope a read there sees (not shadowed by a local variable)."""
     root, _, rest = dotted.partition(".")
-    s = _lookup(scope, root)
-    if s is None or root not in s.imports:
+    if not any(root in s.imports for s in _lookups(scope, root)):
         return []
     return [f"{q}.{rest}" if rest else q for q in w.imports.get(root, ())]
 
@@ -769,13 +768,13 @@ def _leak_possible(w: _Walker) -> bool:
     """REF012's raw material in a function that may be traced."""
     for f in _maybe_traced(w):
         for name in f.item_writes:
-            if f.is_free(name) and name in w.containers:
+            if _maybe_free(f, name) and name in w.containers:
                 return True
         for name in f.store_calls:
-            if f.is_free(name) and name in w.containers:
+            if _maybe_free(f, name) and name in w.containers:
                 return True
         for name in f.attr_writes:
-            if f.is_free(name) and w.class_count and _may_be_instance(w, f, name):
+            if _maybe_free(f, name) and w.class_count and _may_be_instance(w, f, name):
                 return True
             if f.is_method and f.params and name == f.params[0] and \
                     (f.decorated or f.name in w.value_refs):
@@ -788,22 +787,44 @@ def _may_be_instance(w: _Walker, scope: _Scope, name: str) -> bool:
     module: a parameter (``self``, an annotated or passed instance), or a variable bound to a
     call of a local class, function, variable or call result, or to another such name; not to
     what an imported API returns (``threading.local()``)."""
-    s = _lookup(scope, name)
-    if s is None:
-        return False
-    if name in s.params:
-        return True
-    for e in s.bindings.get(name, ()):
-        if e is None:
-            continue
-        if e.opaque_call or not e.attr_calls.isdisjoint(w.func_names):
+    for s in _lookups(scope, name):
+        if name in s.params:
             return True
-        for sc, n in e.name_calls | e.names:
-            d = _lookup(sc, n)
-            if d is not None and (n in d.classes or n in d.defs or n in d.params or
-                                  n in d.bindings):
+        for e in s.bindings.get(name, ()):
+            if e is None:
+                continue
+            if e.opaque_call or not e.attr_calls.isdisjoint(w.func_names):
                 return True
+            for sc, n in e.name_calls | e.names:
+                for d in _lookups(sc, n):
+                    if n in d.classes or n in d.defs or n in d.params or n in d.bindings:
+                        return True
     return False
+
+
+def _maybe_free(f: _Scope, name: str) -> bool:
+    """A write to ``name`` in ``f`` may reach a binding outside ``f``: ``name`` is free there,
+    or bound there other than as a parameter but also bound in an enclosing scope (a write
+    before the local binding, in flow order, reaches the enclosing one in the analysis)."""
+    return f.is_free(name) or len(_lookups(f, name)) > 1
+
+
+def _lookups(scope: _Scope, name: str) -> list:
+    """Every scope whose binding of ``name`` a read in ``scope`` may see: the one ``_lookup``
+    finds and, unless ``name`` is a parameter there (bound on entry), the next enclosing one
+    that binds it, and so on. The analysis is flow-sensitive: a read that comes before any
+    local binding (``d[0] = 1`` then ``d = {}``) sees the enclosing scope's value."""
+    out = []
+    s = _lookup(scope, name)
+    while s is not None:
+        out.append(s)
+        if name in s.params:
+            break
+        p = s.parent
+        while p is not None and p.kind == "class":
+            p = p.parent
+        s = _lookup(p, name) if p is not None else None
+    return out
 
 
 def _lookup(scope: _Scope, name: str) -> Optional[_Scope]:
@@ -835,34 +856,32 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
     escaping = _escaping(w)
     lookups: dict = {}
 
-    def lookup(scope, name):
+    def lookup(scope, name) -> list:
+        """The scopes a read of ``name`` in ``scope`` may see (``_lookups``), memoized."""
         k = (id(scope), name)
         if k not in lookups:
-            lookups[k] = _lookup(scope, name)
+            lookups[k] = _lookups(scope, name)
         return lookups[k]
 
     def keys(e: _Expr) -> list:
         if e.keys is None:
-            out = []
-            for scope, name in e.names:
-                s = lookup(scope, name)
-                if s is not None:
-                    out.append((id(s), name))
-            e.keys = out
+            e.keys = [(id(s), name) for scope, name in e.names for s in lookup(scope, name)]
         return e.keys
 
     def call_may_return(scope, name) -> bool:
-        s = lookup(scope, name)
-        if s is None:
-            return False  # a builtin, or a name from a star import: unknown to the analysis
-        if name in s.defs:
-            if any(id(f) in returning for f in s.defs[name]):
-                return True
-        if name in s.params:
-            return indirect()  # a parameter: any function a call site may pass
-        if name in s.bindings:
-            return (id(s), name) in function_vars  # a variable holding such a function
-        return False  # an import (its chain is checked), a class, a local def
+        # No scope: a builtin, or a name from a star import, unknown to the analysis.
+        for s in lookup(scope, name):
+            if name in s.defs:
+                if any(id(f) in returning for f in s.defs[name]):
+                    return True
+            if name in s.params:
+                if indirect():  # a parameter: any function a call site may pass
+                    return True
+            elif name in s.bindings:
+                if (id(s), name) in function_vars:  # a variable holding such a function
+                    return True
+            # else: an import (its chain is checked), a class, a local def
+        return False
 
     def indirect() -> bool:
         return array_function_values or bool(returning)
@@ -873,10 +892,12 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
         """``e`` may evaluate to a function whose result may be an Array."""
         if e is None:
             return False
-        if any(id(f) in returning for f in e.lambdas):
-            return True
         if not e.chains.isdisjoint(array_chains):
             return True  # `op = jnp.add`
+        if not (returning or function_vars or array_function_values):
+            return False  # nothing below can hold yet (the common first round)
+        if any(id(f) in returning for f in e.lambdas):
+            return True
         for dotted, args in e.wraps:
             # `f = partial(g, x)`, `f = jit(g)`, `j = partial(jax.jit, ...)`: a function if
             # what they wrap is one (of an imported function, the analysis knows nothing).
@@ -887,17 +908,15 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
         if e.opaque_call and indirect():
             return True
         for scope, name in e.names | e.name_calls:
-            s = lookup(scope, name)
-            if s is None:
-                continue
-            if name in s.defs and any(id(f) in returning for f in s.defs[name]):
-                return True
-            if name in s.params and indirect():
-                return True
-            if (id(s), name) in function_vars:
-                return True
-            if (scope, name) in e.name_calls and name in s.defs and indirect():
-                return True  # a factory: `f = make_step()`
+            for s in lookup(scope, name):
+                if name in s.defs and any(id(f) in returning for f in s.defs[name]):
+                    return True
+                if name in s.params and indirect():
+                    return True
+                if (id(s), name) in function_vars:
+                    return True
+                if (scope, name) in e.name_calls and name in s.defs and indirect():
+                    return True  # a factory: `f = make_step()`
         for name in e.attr_calls:
             if name in w.func_names and indirect() or name in w.attr_bindings and indirect():
                 return True
@@ -908,9 +927,11 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
             return False
         if not e.chains.isdisjoint(array_chains) or not e.attrs.isdisjoint(array_attrs):
             return True
-        if e.opaque_call and indirect():
+        if arrays and any(k in arrays for k in keys(e)):
             return True
-        if any(k in arrays for k in keys(e)):
+        if not (returning or function_vars or array_function_values):
+            return False  # no call can return an Array yet: see call_may_return, indirect
+        if e.opaque_call and indirect():
             return True
         for scope, name in e.name_calls:
             if call_may_return(scope, name):
@@ -964,23 +985,22 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
                     seed_passed(c)  # an API that calls what it is given, or an unknown one
                 continue
             if c.kind == "name":
-                s = lookup(c.scope, c.callee)
-                if s is not None and c.callee in s.defs and \
-                        not (c.callee in s.bindings or c.callee in s.params):
-                    for f in s.defs[c.callee]:
-                        seed(f)
-                    continue
-                if s is not None and c.callee in s.classes:
-                    array_attrs.update(w.class_fields)
-                    for f in w.func_names.get("__init__", []) + \
-                            w.func_names.get("__post_init__", []):
-                        seed(f)
-                    continue
-                if s is None:  # a builtin (map, filter, ...)
+                found = lookup(c.scope, c.callee)
+                if not found:  # a builtin (map, filter, ...)
                     seed_passed(c)
-                    continue
-                for f in escaping:  # a variable or parameter: any function it may hold
-                    seed(f)
+                for s in found:
+                    if c.callee in s.defs and \
+                            not (c.callee in s.bindings or c.callee in s.params):
+                        for f in s.defs[c.callee]:
+                            seed(f)
+                    elif c.callee in s.classes:
+                        array_attrs.update(w.class_fields)
+                        for f in w.func_names.get("__init__", []) + \
+                                w.func_names.get("__post_init__", []):
+                            seed(f)
+                    else:
+                        for f in escaping:  # a variable or parameter: any function it holds
+                            seed(f)
             elif c.kind == "attr":
                 for f in w.func_names.get(c.callee, ()):
                     seed(f)
@@ -996,13 +1016,11 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
         return True
     for kind, a, b in w.item_bases:
         if kind == "name":
-            s = lookup(a, b)
-            hit = s is not None and (id(s), b) in arrays
+            hit = any((id(s), b) in arrays for s in lookup(a, b))
         elif kind == "attr":
             hit = b in array_attrs
             if not hit and a is not None:
-                s = lookup(a[0], a[1])
-                hit = s is not None and (id(s), a[1]) in arrays
+                hit = any((id(s), a[1]) in arrays for s in lookup(a[0], a[1]))
         else:
             hit = is_array(a)
         if hit:

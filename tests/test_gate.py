@@ -46,6 +46,8 @@ REFS = [
     "from jax.experimental import pallas as pl\nout = pl.pallas_call(kernel, out_shape=s)(x)\n",
     "import jax\nnp_ = jax\n",  # a module object as a value may reach any API
     "from jax import *\n",
+    # Read before the local binding (flow order): the analysis sees the module's import.
+    "import jax\ndef f(x):\n    r = jax.new_ref(x)\n    jax = None\n    return r\n",
 ]
 NO_REFS = [
     "import jax\nimport jax.numpy as jnp\ny = jnp.sin(jnp.ones(3))\n",
@@ -59,6 +61,8 @@ NO_REFS = [
 
 
 LEAKS = [
+    # A write before the local binding reaches the module's container.
+    "import jax\nd = {}\n@jax.jit\ndef f(x):\n    d[0] = x\n    d = {}\n    return x\n",
     """\
     import jax
     cache = {}
@@ -130,6 +134,8 @@ NO_LEAKS = [
 
 
 ARRAY_ITEMS = [
+    # Before the local binding, `d` is the module's Array (found by the generated programs).
+    "import jax.numpy as jnp\nd = jnp.zeros(3)\ndef h(x):\n    d[0] = x\n    d = {}\n",
     "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.\n",
     "from jax import numpy as np\nx = np.zeros(3) + 1\nx[0] += 1.\n",
     "import jax.numpy as jnp\nxs = [jnp.zeros(3)]\nxs[0][1] = 2.\n",
