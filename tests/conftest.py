@@ -30,6 +30,30 @@ def fixture_files():
     return sorted(out)
 
 
+def installed_sources() -> list:
+    """(path, source) of every ``.py`` file of the installed jax and, when present, flax,
+    sorted by package then path: real code nobody here wrote."""
+    import glob
+
+    import jax
+
+    from reflint.engine import decode
+
+    roots = [os.path.dirname(jax.__file__)]
+    try:
+        import flax
+
+        roots.append(os.path.dirname(flax.__file__))
+    except ImportError:
+        pass
+    out = []
+    for root in roots:
+        for p in sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True)):
+            with open(p, "rb") as fh:
+                out.append((p, decode(fh.read())))
+    return out
+
+
 def expectations(source: str) -> set:
     exp = set()
     for i, line in enumerate(source.splitlines(), start=1):

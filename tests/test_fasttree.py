@@ -17,7 +17,7 @@ from reflint.analysis import child_nodes
 from reflint.engine import check_module, lint_source, parse_module
 from reflint.settings import Settings
 
-from conftest import fixture_files
+from conftest import fixture_files, installed_sources
 from test_gate import programs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -222,22 +222,10 @@ def test_same_tree_as_libcst_on_fixtures_and_sources(path):
 
 def test_same_tree_as_libcst_on_installed_jax_and_flax():
     """Every 7th file of the installed jax and flax (sorted)."""
-    import jax
-
-    roots = [os.path.dirname(jax.__file__)]
-    try:
-        import flax
-
-        roots.append(os.path.dirname(flax.__file__))
-    except ImportError:
-        pass
-    files = []
-    for root in roots:
-        files += sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True))[::7]
+    files = installed_sources()[::7]
     assert len(files) >= 80
-    for path in files:
-        with open(path, "rb") as fh:
-            assert_same_tree(engine.decode(fh.read()), path)
+    for path, source in files:
+        assert_same_tree(source, path)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,7 +4,6 @@ Soundness is checked three ways: the rules' findings with the pre-filter on and 
 fixture and example (tests/test_performance.py), the gate's verdict against the analysis' own
 facts on fixtures and on installed JAX sources (below), and on generated programs (below)."""
 
-import glob
 import os
 import textwrap
 
@@ -21,7 +20,7 @@ from reflint.rules import traced_state_leak as tsl
 from reflint.settings import Settings
 from reflint.values import RefVal
 
-from conftest import fixture_files
+from conftest import fixture_files, installed_sources
 
 ALL = Settings()
 VERSION = ALL.target_jax_version
@@ -275,23 +274,8 @@ def test_gate_covers_the_analysis_on_fixtures(path):
 
 def _installed_sample():
     """Every fifth candidate file of the installed jax and flax (sorted; ~100 files)."""
-    import jax
-
-    roots = [os.path.dirname(jax.__file__)]
-    try:
-        import flax
-
-        roots.append(os.path.dirname(flax.__file__))
-    except ImportError:
-        pass
-    files = []
-    for root in roots:
-        for p in sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True)):
-            with open(p, "rb") as fh:
-                source = engine.decode(fh.read())
-            if engine.is_candidate(source, ALL):
-                files.append((p, source))
-    return files[::5]
+    return [(p, source) for p, source in installed_sources()
+            if engine.is_candidate(source, ALL)][::5]
 
 
 def test_gate_covers_the_analysis_on_installed_jax():
