@@ -33,14 +33,8 @@ class Unsupported(Exception):
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
-# One string literal, whole (prefix, quotes, body): implicit concatenations do not match.
+# One string literal (prefix, quotes, body); ``fullmatch`` fails on implicit concatenation.
 _ONE_STRING = re.compile(
-    r'[A-Za-z]*(?:"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
-    r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
-    r'|"(?:[^"\\\n]|\\[\s\S])*"'
-    r"|'(?:[^'\\\n]|\\[\s\S])*')"
-)
-_STRING_TOKEN = re.compile(
     r'[A-Za-z]*(?:"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
     r"|'''(?:[^'\\]|\\[\s\S]|'(?!''))*'''"
     r'|"(?:[^"\\\n]|\\[\s\S])*"'
@@ -189,14 +183,7 @@ class _Builder:
 
     def text(self, node) -> str:
         """The source text of ``node`` (ast positions)."""
-        l0, l1 = node.lineno, node.end_lineno
-        c0, c1 = self._col(l0, node.col_offset), self._col(l1, node.end_col_offset)
-        if l0 == l1:
-            return self.lines[l0 - 1][c0:c1]
-        parts = [self.lines[l0 - 1][c0:]]
-        parts.extend(self.lines[l0:l1 - 1])
-        parts.append(self.lines[l1 - 1][:c1])
-        return "\n".join(parts)
+        return self._span(node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
 
     def _before(self, node) -> str:
         """The text of ``node``'s first line before it."""
@@ -487,7 +474,7 @@ class _Builder:
         parts = []
         i = 0
         while i < len(text):
-            m = _STRING_TOKEN.match(text, i)
+            m = _ONE_STRING.match(text, i)
             if m is None:
                 raise Unsupported("string")
             parts.append(self._one_string(m.group(0), None))
