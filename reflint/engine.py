@@ -281,16 +281,20 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
     settings = settings.for_path(path)
     if is_skipped_file(source):
         return FileResult(path, [], source, skipped=True)
+    verdict = None
     if use_prefilter:
         if not regex_done and not prefilter(settings).search(source):
             return lint_non_candidate(source, path, settings)
         if tree is None:
             tree = gate.parse(source)
-        if tree is not None and not gate_allows(source, settings, tree):
-            # The stdlib parser accepted the file, so there is no REF900 to report.
-            return FileResult(path, _noqa_only(source, path, settings), source, skipped=True)
-        if tree is not None and _clean_on_fast_tree(source, tree, path, settings):
-            return FileResult(path, _noqa_only(source, path, settings), source)
+        if tree is not None:
+            verdict = gate_verdict(source, settings, tree)
+            if verdict is not None and not _allows(verdict, settings):
+                # The stdlib parser accepted the file, so there is no REF900 to report.
+                return FileResult(path, _noqa_only(source, path, settings), source,
+                                  skipped=True)
+            if _clean_on_fast_tree(source, tree, path, settings, verdict):
+                return FileResult(path, _noqa_only(source, path, settings), source)
         # A finding (or a file the fast tree does not cover): libcst's own tree, below, gives
         # the findings their exact positions, messages and fixes.
     try:
@@ -305,34 +309,44 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
         if settings.enabled(PARSE_ERROR):
             diags.append(parse_error(path, f"cannot parse file: {type(e).__name__}: {e}"))
         return FileResult(path, diags, source)
-    diags = check_module(module, path, settings, source)
+    diags = check_module(module, path, settings, source, verdict if use_prefilter else None)
     return FileResult(path, apply_noqa(diags, source, settings, path), source)
 
 
-def _clean_on_fast_tree(source: str, tree: ast.Module, path: str, settings: Settings) -> bool:
+def _clean_on_fast_tree(source: str, tree: ast.Module, path: str, settings: Settings,
+                        verdict: "Optional[gate.Verdict]" = None) -> bool:
     """True if no rule reports anything on the libcst tree built from ``tree``
     (reflint.fasttree); False if one does, or if that tree cannot be built or analysed."""
     try:
         module = fasttree.convert(source, tree)
-        return not check_module(module, path, settings, source)
+        return not check_module(module, path, settings, source, verdict)
     except Exception:  # noqa: BLE001 - libcst's own parse decides then
         return False
 
 
-def gate_allows(source: str, settings: Settings, tree: Optional[ast.Module] = None) -> bool:
-    """Stage two of the pre-filter (reflint.gate): False if the stdlib ``ast`` shows that no
-    enabled rule can fire. True when in doubt, including when ``ast`` cannot parse the file."""
+def gate_verdict(source: str, settings: Settings,
+                 tree: Optional[ast.Module] = None) -> "Optional[gate.Verdict]":
+    """Stage two of the pre-filter (reflint.gate): its answers for ``source``, or None when it
+    has none (``ast`` cannot parse the file, or the gate failed): every rule may fire then."""
     try:
-        v = gate.verdict(source, settings.select, settings.target_jax_version, tree=tree)
+        return gate.verdict(source, settings.select, settings.target_jax_version, tree=tree)
     except Exception:  # noqa: BLE001 - a bug in the gate must never cost a finding
-        return True
-    if v is None:
-        return True
-    rules = [r.code for r in all_rules() if settings.enabled(r.code)]
-    if v.refs and rules:
-        return True
-    return (v.unavailable and "REF015" in rules) or (v.leak and "REF012" in rules) or \
-        (v.array_item and "REF013" in rules)
+        return None
+
+
+def _allows(v: "gate.Verdict", settings: Settings) -> bool:
+    if v.refs:
+        return any(settings.enabled(r.code) for r in all_rules())
+    return (v.unavailable and settings.enabled("REF015")) or \
+        (v.leak and settings.enabled("REF012")) or \
+        (v.array_item and settings.enabled("REF013"))
+
+
+def gate_allows(source: str, settings: Settings, tree: Optional[ast.Module] = None) -> bool:
+    """False if the gate shows that no enabled rule can fire in ``source``. True when in
+    doubt, including when ``ast`` cannot parse the file."""
+    v = gate_verdict(source, settings, tree)
+    return v is None or _allows(v, settings)
 
 
 def lint_non_candidate(source: str, path: str, settings: Settings) -> FileResult:
@@ -375,13 +389,21 @@ def syntax_error_only(source: str, path: str) -> Optional[Diagnostic]:
 
 
 def check_module(module: cst.Module, path: str, settings: Settings,
-                 source: Optional[str] = None) -> list:
+                 source: Optional[str] = None, verdict: "Optional[gate.Verdict]" = None) -> list:
+    """The diagnostics of the enabled rules on ``module``. ``verdict``, the gate's answers for
+    the same source, spares the rules that cannot fire and the work they say is useless (the
+    analysis holds no Ref: only REF012, REF013 and REF015 can report; REF015's name walk only
+    where the gate saw an unavailable name)."""
     rules = [r for r in all_rules() if settings.enabled(r.code)]
+    if verdict is not None and not verdict.refs:
+        rules = [r for r in rules if r.code in _REFLESS_RULES and
+                 getattr(verdict, _REFLESS_RULES[r.code]) is not False]
     if not rules:
         return []
     analysis = ModuleAnalysis(module, path)
     analysis.settings = settings
     analysis.source = source if source is not None else module.code
+    analysis.gate_verdict = verdict
     out = []
     seen = set()
     try:
@@ -397,6 +419,10 @@ def check_module(module: cst.Module, path: str, settings: Settings,
         analysis.release()
     out.sort()
     return out
+
+
+# Rules that can report in a file without Refs, and the gate's answer that says they may.
+_REFLESS_RULES = {"REF012": "leak", "REF013": "array_item", "REF015": "unavailable"}
 
 
 @dataclass

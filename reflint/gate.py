@@ -75,14 +75,16 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 # Contexts of a name: _ANNOTATION is a parameter's or a class field's (where the analysis
 # reads the Ref type), _OTHER_ANNOTATION a return's or a variable's (where it does not).
 _NORMAL, _ANNOTATION, _TYPE_TEST, _BUILTIN_ARG, _CALLEE, _OTHER_ANNOTATION = range(6)
+# Contexts in which a name's value goes nowhere a call could receive it.
+_NO_FLOW = frozenset({_ANNOTATION, _TYPE_TEST, _OTHER_ANNOTATION})
 
 
 class _Scope:
     """A module, class, function or lambda body and what the gate needs from it."""
 
-    __slots__ = ("attr_writes", "bindings", "calls", "classes", "decorated", "defs",
-                 "free_decl", "imports", "is_method", "item_writes", "kind", "name", "params",
-                 "parent", "returns", "store_calls")
+    __slots__ = ("attr_writes", "bindings", "calls", "classes", "containers", "decorated",
+                 "decorators", "defs", "free_decl", "imports", "is_method", "item_writes",
+                 "kind", "name", "params", "parent", "passed_to", "returns", "store_calls")
 
     def __init__(self, kind, parent, name="", is_method=False):
         self.kind = kind  # "module", "class", "function", "lambda"
@@ -90,8 +92,11 @@ class _Scope:
         self.name = name
         self.is_method = is_method
         self.decorated = False
+        self.decorators: list = []  # _decorator_key of each
+        self.passed_to = None  # a lambda written as a call's argument: (callee, scope)
         self.params: list = []
         self.bindings: dict = {}  # name -> [_Expr or None]
+        self.containers: set = set()  # names bound here to a Python container
         self.defs: dict = {}  # name -> [_Scope]
         self.classes: set = set()
         self.imports: set = set()
@@ -154,7 +159,12 @@ class _Walker:
         self.class_count = 0
         self.class_fields: set = set()
         self.value_refs: set = set()  # names and attributes loaded other than as a callee
-        self.containers: set = set()  # names bound to a container somewhere
+        # The same, less those that cannot carry a function into a trace (REF012): type
+        # tests, annotations and direct arguments of calls (those are in `passed`, decided
+        # once the file's imports are known).
+        self.flow_refs: set = set()
+        self.passed: list = []  # (name, callee expression, scope)
+        self.inert = False  # walking a direct argument of a call: loads go to `passed`
         self.attr_bindings: dict = {}  # attribute name -> [_Expr or None]
         self.item_bases: list = []  # ("name", scope, N) / ("attr", root (scope, N), attr) /
         # ("expr", _Expr, None)
@@ -176,9 +186,10 @@ class _Walker:
             e.chains.add(dotted)
 
     def _bind(self, name: str, value, node=None, scope=None) -> None:
-        (scope or self.scope).bindings.setdefault(name, []).append(value)
+        scope = scope or self.scope
+        scope.bindings.setdefault(name, []).append(value)
         if node is not None and _is_container(node):
-            self.containers.add(name)
+            scope.containers.add(name)
 
     def read(self, node, ctx=_NORMAL) -> None:
         """Walk ``node`` for what it mentions, not for a value anything is bound to."""
@@ -380,9 +391,20 @@ class _Walker:
             self.read(d)
         params = [p for p in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]
                   if p is not None]
+        decorators = []
         if not is_lambda:
             for d in node.decorator_list:
-                self.read(d)
+                key = _decorator_key(d)
+                decorators.append(key)
+                if key[0] == "ref":
+                    # `@f.def_vmap`: the decorator is called, not passed (REF012).
+                    saved, self.inert = self.inert, True
+                    try:
+                        self.read(d)
+                    finally:
+                        self.inert = saved
+                else:
+                    self.read(d)
             for p in params:
                 if p.annotation is not None:
                     self.read(p.annotation, _ANNOTATION)
@@ -392,6 +414,7 @@ class _Walker:
                        "<lambda>" if is_lambda else node.name,
                        is_method=self.scope.kind == "class" and not is_lambda)
         scope.decorated = not is_lambda and bool(node.decorator_list)
+        scope.decorators = decorators
         scope.params = [p.arg for p in params]
         self.scopes.append(scope)
         if is_lambda:
@@ -423,6 +446,8 @@ class _Walker:
             for e in self.exprs:
                 e.names.add(key)
             self.value_refs.add(node.id)
+            if not self.inert and ctx not in _NO_FLOW:
+                self.flow_refs.add(node.id)
             if node.id in self.roots:
                 self._note_chain(node.id, ctx, ctx != _BUILTIN_ARG and ctx != _TYPE_TEST)
         elif t is ast.Attribute:
@@ -510,8 +535,15 @@ class _Walker:
         self.value_refs.update(parts[1:])
         if not callee:
             self.value_refs.add(node.attr)
+        flows = not self.inert and ctx not in _NO_FLOW
+        if flows:
+            self.flow_refs.update(parts[1:])
+            if not callee:
+                self.flow_refs.add(node.attr)
         if type(inner) is ast.Name:
             self.value_refs.add(inner.id)
+            if flows:
+                self.flow_refs.add(inner.id)
             if inner.id in self.roots:
                 parts.append(inner.id)
                 dotted = ".".join(reversed(parts))
@@ -553,13 +585,22 @@ class _Walker:
         arg_ctx = _NORMAL
         if ft is ast.Name and f.id in _BUILTINS:
             arg_ctx = _TYPE_TEST if f.id in _TYPE_TESTS else _BUILTIN_ARG
+        # A direct argument (a name, dotted name or lambda) of a call: whether the callee may
+        # carry it into a trace is decided once the file's imports are known (REF012).
         args = []
         for a in node.args:
-            if type(a) is not ast.Constant:
-                args.append(self.summary(a, arg_ctx, isolated=True))
+            t = type(a)
+            if t is ast.Name:
+                args.append(self._name_arg(a.id, arg_ctx, f))
+            elif t is not ast.Constant:
+                args.append(self._arg(a, t, arg_ctx, f))
         for k in node.keywords:
-            if type(k.value) is not ast.Constant:
-                args.append(self.summary(k.value, isolated=True))
+            a = k.value
+            t = type(a)
+            if t is ast.Name:
+                args.append(self._name_arg(a.id, _NORMAL, f))
+            elif t is not ast.Constant:
+                args.append(self._arg(a, t, _NORMAL, f))
         if chain is not None:
             for e in self.exprs:  # `partial(f, x)`, `jit(f)`: what they wrap
                 e.wraps.append((chain, args))
@@ -570,6 +611,33 @@ class _Walker:
                     _merge(e, a)
         if args:
             self.calls.append(_Call(kind, callee, chain, args, self.scope))
+
+    def _name_arg(self, name: str, ctx: int, callee) -> _Expr:
+        """``summary(Name)`` of a call's argument, without the walk."""
+        e = _Expr()
+        e.names.add((self.scope, name))
+        self.value_refs.add(name)
+        if name in self.roots:
+            self.chains.add((name, ctx, ctx != _BUILTIN_ARG and ctx != _TYPE_TEST, self.scope))
+            e.chains.add(name)
+        if ctx != _TYPE_TEST:
+            self.passed.append((name, callee, self.scope))
+        return e
+
+    def _arg(self, a, t, ctx, callee) -> _Expr:
+        if t is ast.Lambda:
+            e = self.summary(a, ctx, isolated=True)
+            e.lambdas[0].passed_to = (callee, self.scope)
+            return e
+        if t is not ast.Attribute or _dotted_root(a) is None:
+            return self.summary(a, ctx, isolated=True)
+        if ctx != _TYPE_TEST:
+            self.passed.append((a.attr, callee, self.scope))
+        saved, self.inert = self.inert, True
+        try:
+            return self.summary(a, ctx, isolated=True)
+        finally:
+            self.inert = saved
 
     def _string_annotation(self, text: str) -> None:
         try:
@@ -586,6 +654,32 @@ def _merge(outer: _Expr, inner: _Expr) -> None:
     outer.name_calls |= inner.name_calls
     outer.attr_calls |= inner.attr_calls
     outer.opaque_call = outer.opaque_call or inner.opaque_call
+
+
+def _dotted(node) -> Optional[str]:
+    """``a.b.c`` for a chain of attributes on a name, else None."""
+    parts = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _dotted_root(node) -> Optional[str]:
+    while type(node) is ast.Attribute:
+        node = node.value
+    return node.id if type(node) is ast.Name else None
+
+
+def _decorator_key(d) -> tuple:
+    """("ref", dotted) for ``@a.b``, ("call", dotted) for ``@a.b(...)``; dotted is None for
+    any other expression."""
+    if type(d) is ast.Call:
+        return ("call", _dotted(d.func))
+    return ("ref", _dotted(d))
 
 
 def _is_container(node) -> bool:
@@ -626,7 +720,8 @@ def _import_roots(source: str) -> set:
 
 
 class Verdict:
-    """The gate's answers: what may make a file have findings."""
+    """The gate's answers: what may make a file have findings. An answer is True (maybe),
+    False (no) or None (not asked: the file is analysed anyway)."""
 
     __slots__ = ("array_item", "leak", "refs", "unavailable")
 
@@ -637,7 +732,7 @@ class Verdict:
         self.array_item = array_item
 
     def __bool__(self) -> bool:
-        return self.refs or self.unavailable or self.leak or self.array_item
+        return bool(self.refs or self.unavailable or self.leak or self.array_item)
 
     def __repr__(self) -> str:
         return (f"Verdict(refs={self.refs}, unavailable={self.unavailable}, leak={self.leak}, "
@@ -717,13 +812,17 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
     for qns in w.imports.values():
         if any(_unavailable(qn, version) for qn in qns):
             unavailable = True
-    v = Verdict(refs=refs, unavailable=unavailable and "REF015" in enabled)
+    # An answer not asked for (an earlier one was yes) stays None: unknown.
+    v = Verdict(refs=refs, unavailable=unavailable and "REF015" in enabled, leak=None,
+                array_item=None)
     if refs or (v.unavailable and not complete):
         return v
+    v.leak = False
     if leak_api and "REF012" in enabled:
         v.leak = _leak_possible(w)
         if v.leak and not complete:
             return v
+    v.array_item = False
     if "REF013" in enabled and w.item_bases:
         # An array function used as a value (`op = jnp.add`) may be called through a name.
         values = any(is_value and dotted in array_chains for dotted, _, is_value, _ in w.chains)
@@ -750,9 +849,9 @@ def _escaping(w: _Walker) -> list:
             (s.kind == "function" and (s.decorated or s.name in w.value_refs))]
 
 
-def _maybe_traced(w: _Walker) -> list:
-    """Escaping functions and, transitively, what they call by name."""
-    seen = {id(s) for s in _escaping(w)}
+def _maybe_traced(w: _Walker, escaping: list) -> list:
+    """The ``escaping`` functions and, transitively, what they call by name."""
+    seen = {id(s) for s in escaping}
     work = [s for s in w.scopes if id(s) in seen]
     while work:
         f = work.pop()
@@ -766,20 +865,73 @@ def _maybe_traced(w: _Walker) -> list:
 
 def _leak_possible(w: _Walker) -> bool:
     """REF012's raw material in a function that may be traced."""
-    for f in _maybe_traced(w):
+    escaping = _leak_escaping(w)
+    for f in _maybe_traced(w, escaping):
         for name in f.item_writes:
-            if _maybe_free(f, name) and name in w.containers:
+            if _maybe_free(f, name) and _outer_container(f, name):
                 return True
         for name in f.store_calls:
-            if _maybe_free(f, name) and name in w.containers:
+            if _maybe_free(f, name) and _outer_container(f, name):
                 return True
         for name in f.attr_writes:
             if _maybe_free(f, name) and w.class_count and _may_be_instance(w, f, name):
                 return True
             if f.is_method and f.params and name == f.params[0] and \
-                    (f.decorated or f.name in w.value_refs):
+                    any(s is f for s in escaping):
                 return True
     return False
+
+
+def _outer_container(f: _Scope, name: str) -> bool:
+    """A scope enclosing ``f`` whose binding of ``name`` a write in ``f`` may reach binds it
+    to a Python container (the analysis wants every binding there to be one)."""
+    return any(s is not f and name in s.containers for s in _lookups(f, name))
+
+
+def _leak_escaping(w: _Walker) -> list:
+    """The functions whose value may reach an API that traces it, as the analysis follows
+    function values: lambdas and functions used as values, except where the value is only a
+    direct argument of a call the analysis does nothing with (an imported function it does
+    not know, a builtin), a type test or an annotation; and functions decorated other than by
+    such a name or such a call (or by a known transform that traces nothing once per call,
+    like ``grad`` or ``custom_vjp``: the decorated name's own uses count then)."""
+    flow = set(w.flow_refs)
+    functions = w.func_names
+    for name, callee, scope in w.passed:
+        if name in functions and name not in flow and \
+                not _inert_callee(w, _dotted(callee), scope, True):
+            flow.add(name)
+    out = []
+    for s in w.scopes:
+        if s.kind == "lambda":
+            p = s.passed_to
+            if p is None or not _inert_callee(w, _dotted(p[0]), p[1], True):
+                out.append(s)
+        elif s.kind == "function":
+            if s.name in flow or any(not _inert_callee(w, dotted, s.parent, kind == "call")
+                                     for kind, dotted in s.decorators):
+                out.append(s)
+    return out
+
+
+def _inert_callee(w: _Walker, dotted: Optional[str], scope: _Scope, called: bool) -> bool:
+    """``dotted`` (a dotted name read in ``scope``; None for any other expression) is,
+    wherever that read may resolve, a builtin, an unknown name or a relative import (no value
+    to the analysis), or an imported name that the analysis does not know (``called``: calling
+    it gives nothing) or that is no API tracing Python once per call (not ``called``: a
+    decorator)."""
+    if dotted is None:
+        return False
+    root, _, rest = dotted.partition(".")
+    for s in _lookups(scope, root):
+        if root not in s.imports or root in s.bindings or root in s.defs or \
+                root in s.params or root in s.classes:
+            return False  # a local function or variable may hold anything
+    for q in w.imports.get(root, ()):
+        canon = api.CANONICAL.get(f"{q}.{rest}" if rest else q)
+        if canon is not None and (called or canon in LEAK_APIS):
+            return False
+    return True
 
 
 def _may_be_instance(w: _Walker, scope: _Scope, name: str) -> bool:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from reflint import api
+from reflint.analysis import child_nodes
 from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal, ClassVal, InstanceVal, QN
 
@@ -242,30 +243,40 @@ def _outer_container_scope(analysis, name, func):
         return None
     if not analysis.is_python_container(name, scope):
         return None
-    if _is_memo(func, name):
+    if _is_memo(analysis, func, name):
         return None
     return scope
 
 
-def _is_memo(func, name) -> bool:
+def _is_memo(analysis, func, name) -> bool:
     """The function tests membership in the container (`if key not in cache:`) or reads it
     with `.get`: a trace-time memo cache, kept on purpose (as JAX's own code does)."""
-    found = [False]
+    cache = analysis.__dict__.setdefault("_memo_names", {})
+    names = cache.get(id(func.node))
+    if names is None:
+        names = cache[id(func.node)] = _memo_names(func.node)
+    return name in names
 
-    class V(cst.CSTVisitor):
-        def visit_ComparisonTarget(self, node):
+
+def _memo_names(root) -> set:
+    """Names tested with ``in``/``not in`` or read with ``.get``/``.setdefault`` anywhere in
+    ``root`` (nested functions included)."""
+    names = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        t = type(node)
+        if t is cst.ComparisonTarget:
             if isinstance(node.operator, (cst.In, cst.NotIn)) and \
-                    isinstance(node.comparator, cst.Name) and node.comparator.value == name:
-                found[0] = True
-
-        def visit_Call(self, node):
+                    type(node.comparator) is cst.Name:
+                names.add(node.comparator.value)
+        elif t is cst.Call:
             f = node.func
-            if isinstance(f, cst.Attribute) and f.attr.value in ("get", "setdefault") and \
-                    isinstance(f.value, cst.Name) and f.value.value == name:
-                found[0] = True
-
-    func.node.visit(V())
-    return found[0]
+            if type(f) is cst.Attribute and f.attr.value in ("get", "setdefault") and \
+                    type(f.value) is cst.Name:
+                names.add(f.value.value)
+        stack.extend(child_nodes(node))
+    return names
 
 
 def _attribute_targets(stmt, attr):

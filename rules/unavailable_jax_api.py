@@ -77,8 +77,11 @@ class UnavailableJaxApi(Rule):
         version = analysis.settings.target_jax_version
         target = ".".join(map(str, version))
         parents = None
-        # Cheap first: the walk below runs only if a name missing at `version` is in the text.
-        if _problem_names(version).search(getattr(analysis, "source", None) or ""):
+        # Cheap first: the walk below runs only if a name missing at `version` is in the text
+        # and the gate (reflint.gate), when it ran, saw such a name used.
+        gate = getattr(analysis, "gate_verdict", None)
+        if (gate is None or gate.unavailable) and \
+                _problem_names(version).search(getattr(analysis, "source", None) or ""):
             parents = parents_of(analysis)
             for node, qualname in _names(analysis, parents):
                 status, where = api.availability(qualname, version)

@@ -96,6 +96,19 @@ LEAKS = [
         return x
     g = jax.vmap(f)
     """,
+    # A function handed to a local helper that jits it (call-site binding of `fn`).
+    """\
+    import jax
+    cache = {}
+    def f(x):
+        cache[0] = x
+        return x
+    def compile_it(fn):
+        return jax.jit(fn)
+    g = compile_it(f)
+    """,
+    # A decorator that is a local alias of jit.
+    "import jax\njit = jax.jit\nlog = []\n@jit\ndef f(x):\n    log.append(x)\n    return x\n",
 ]
 NO_LEAKS = [
     # No transform that traces once per call: the first leak under grad.
@@ -128,6 +141,39 @@ NO_LEAKS = [
     def f(x):
         _env.last = 1
         return x
+    """,
+    # Functions only handed to an imported function the analysis does not know (a lowering
+    # registry, a tree map), or decorated by one: nothing traces them.
+    """\
+    import functools
+    import jax
+    from jax._src.interpreters import mlir
+    env = {}
+    def rule(ctx, x):
+        env[0] = x
+        return x
+    mlir.register_lowering(prim, rule)
+    def flat(tree):
+        out = []
+        jax.tree.map(lambda x: out.extend([x]), tree)
+        return sorted(out, key=lambda v: env.setdefault(v, v))
+    @functools.wraps(rule)
+    def wrapped(x):
+        env[1] = x
+    f = jax.jit(g)
+    """,
+    # The container is a parameter of the enclosing function (a set elsewhere).
+    """\
+    import jax
+    def other():
+        seen = set()
+        return seen
+    def outer(seen):
+        @jax.jit
+        def f(x):
+            seen.add(x)
+            return x
+        return f
     """,
 ]
 
@@ -298,9 +344,12 @@ VALUES = ["jnp.zeros(3)", "{}", "[]", "dict()", "Box()", "f(x)", "x + 1", "x", "
 BODY = ["{b}[0] = {v}", "{b}[0] += 1", "{b}.append({v})", "{b}.attr = {v}", "self.n = {v}",
         "self.n += 1", "{b} = {v}", "return {b}", "global {b}", "y = {b}({v})",
         "for k in {v}:\n    {b}[k] = 1"]
-WRAPS = ["@jax.jit\n", "@jax.vmap\n", "@jax.grad\n", "", "@partial(jax.jit, static_argnums=0)\n"]
+WRAPS = ["@jax.jit\n", "@jax.vmap\n", "@jax.grad\n", "", "@partial(jax.jit, static_argnums=0)\n",
+         "@functools.wraps(g)\n", "@jax.custom_vjp\n"]
 CALLS = ["jax.jit(h)({v})", "h({v})", "jax.lax.scan(h, {v}, xs)", "jax.vmap(h)", "m = h", "",
-         "Box().h({v})", "jax.jit(Box().h)({v})"]
+         "Box().h({v})", "jax.jit(Box().h)({v})", "jax.tree.map(h, {v})", "sorted({v}, key=h)",
+         "jax.lax.scan(lambda c, v: h(v), {v}, xs)", "jax.tree.map(lambda v: h(v), {v})",
+         "compile_it(h)"]
 
 
 @st.composite
@@ -322,8 +371,9 @@ def programs(draw):
     else:
         func = "class Box:\n    pass\n\n" + func
     call = pick(CALLS).format(v=pick(VALUES))
-    return ("from functools import partial\nimport jax\nimport jax.numpy as jnp\n"
-            "op = jnp.add\ng = lambda v: jnp.sin(v)\n" + "\n".join(top) + "\n\n" + func +
+    return ("import functools\nfrom functools import partial\nimport jax\nimport jax.numpy as jnp\n"
+            "op = jnp.add\ng = lambda v: jnp.sin(v)\ncompile_it = lambda fn: jax.jit(fn)\n" +
+            "\n".join(top) + "\n\n" + func +
             "\n\n" + call + "\n")
 
 
@@ -365,3 +415,59 @@ def test_a_failing_gate_means_analyse(monkeypatch):
     src = "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.\n"
     assert gate_allows(src, ALL)
     assert [d.code for d in lint_source(src, "f.py", ALL).diagnostics] == ["REF013"]
+
+
+# --------------------------------------------------------------------------------------------
+# What the verdict spares the rules
+# --------------------------------------------------------------------------------------------
+
+
+def test_an_answer_not_asked_leaves_its_rule_running():
+    """The gate stops at the first yes: the answers after it are unknown (None), and their
+    rules still run on the analysed file."""
+    src = textwrap.dedent("""\
+        import jax
+        import jax.numpy as jnp
+        log = []
+        @jax.jit
+        def f(x):
+            log.append(x)
+            return x
+        y = jnp.zeros(3)
+        y[0] = 1.
+        """)
+    v = gate.verdict(src, ALL.select, VERSION)
+    assert v.leak is True and v.array_item is None
+    codes = sorted(d.code for d in lint_source(src, "f.py", ALL).diagnostics)
+    assert codes == ["REF012", "REF013"]
+
+
+def test_a_file_without_refs_runs_only_the_rules_the_gate_allows(monkeypatch):
+    from reflint.rule import all_rules
+    from reflint.rules import unavailable_jax_api
+
+    ran = []
+    for rule in all_rules():
+        original = type(rule).check
+
+        def check(self, analysis, original=original):
+            ran.append(self.code)
+            return original(self, analysis)
+
+        monkeypatch.setattr(type(rule), "check", check)
+    walked = []
+    names = unavailable_jax_api._names
+    monkeypatch.setattr(unavailable_jax_api, "_names",
+                        lambda *a: walked.append(1) or names(*a))
+    # `array_ref` is in the text (a comment), so only the gate can tell REF015 has nothing.
+    src = "import jax.numpy as jnp  # not jax.array_ref\nx = jnp.zeros(3)\nx[0] = 1.\n"
+    assert [d.code for d in lint_source(src, "f.py", ALL).diagnostics] == ["REF013"]
+    assert set(ran) == {"REF013"}, ran  # on the fast tree, then on libcst's (a finding)
+    ran.clear()
+    # With a ref, every rule runs; REF015's walk still waits for a name the gate saw.
+    src = "import jax\nr = jax.new_ref(0.)  # array_ref\nr[0] = 1.\n"
+    lint_source(src, "f.py", ALL)
+    assert len(set(ran)) == len(all_rules()) and not walked
+    src = "import jax\nr = jax.array_ref(0.)\n"
+    assert [d.code for d in lint_source(src, "f.py", ALL).diagnostics] == ["REF015"]
+    assert walked
