@@ -224,7 +224,15 @@ class _Walker:
         if t is ast.Expr:
             self.read(s.value)
         elif t is ast.Assign:
-            v = self.summary(s.value)
+            if type(s.value) is ast.Name and all(type(tg) is ast.Subscript for tg in s.targets):
+                # `rules[p] = f`: the analysis keeps no value stored into an item (REF012).
+                saved, self.inert = self.inert, True
+                try:
+                    v = self.summary(s.value)
+                finally:
+                    self.inert = saved
+            else:
+                v = self.summary(s.value)
             for tg in s.targets:
                 self.target(tg, v, s.value)
         elif t is ast.AugAssign:
@@ -842,13 +850,6 @@ def _unavailable(qn: str, version: tuple) -> bool:
     return False
 
 
-def _escaping(w: _Walker) -> list:
-    """Functions that may be called by code the gate cannot see through: lambdas, decorated
-    functions and functions used as values (passed to a transform, stored, returned)."""
-    return [s for s in w.scopes if s.kind == "lambda" or
-            (s.kind == "function" and (s.decorated or s.name in w.value_refs))]
-
-
 def _maybe_traced(w: _Walker, escaping: list) -> list:
     """The ``escaping`` functions and, transitively, what they call by name."""
     seen = {id(s) for s in escaping}
@@ -865,7 +866,7 @@ def _maybe_traced(w: _Walker, escaping: list) -> list:
 
 def _leak_possible(w: _Walker) -> bool:
     """REF012's raw material in a function that may be traced."""
-    escaping = _leak_escaping(w)
+    escaping = _leak_escaping(w, _FunctionValues(w))
     for f in _maybe_traced(w, escaping):
         for name in f.item_writes:
             if _maybe_free(f, name) and _outer_container(f, name):
@@ -888,50 +889,91 @@ def _outer_container(f: _Scope, name: str) -> bool:
     return any(s is not f and name in s.containers for s in _lookups(f, name))
 
 
-def _leak_escaping(w: _Walker) -> list:
-    """The functions whose value may reach an API that traces it, as the analysis follows
-    function values: lambdas and functions used as values, except where the value is only a
-    direct argument of a call the analysis does nothing with (an imported function it does
-    not know, a builtin), a type test or an annotation; and functions decorated other than by
-    such a name or such a call (or by a known transform that traces nothing once per call,
-    like ``grad`` or ``custom_vjp``: the decorated name's own uses count then)."""
-    flow = set(w.flow_refs)
-    functions = w.func_names
-    for name, callee, scope in w.passed:
-        if name in functions and name not in flow and \
-                not _inert_callee(w, _dotted(callee), scope, True):
-            flow.add(name)
+class _FunctionValues:
+    """Where the analysis can follow the value of each function of the module.
+
+    It follows a function's value through names, parameters, attributes, containers, returns
+    and the calls of local functions and of the APIs it knows; not into an imported function
+    it does not know or a builtin (calling those gives nothing), nor through a decorator that
+    is neither a transform nor a local function: the decorated name is bound to nothing then
+    (``@property``, ``@functools.wraps(f)``, ``@staticmethod``), so no call reaches it."""
+
+    def __init__(self, w: _Walker):
+        self.w = w
+        flow = set(w.flow_refs)
+        functions = w.func_names
+        for name, callee, scope in w.passed:
+            if name in functions and name not in flow and \
+                    not _inert_callee(w, _dotted(callee), scope):
+                flow.add(name)
+        self.flow = flow  # function names whose value may go somewhere the analysis follows
+        # Per function scope: (any decorator may be local or unknown, may be a transform of
+        # LEAK_APIS, may leave the name bound to nothing).
+        self.decorators: dict = {}
+        for f in w.scopes:
+            if f.decorators:
+                local = leak = dead = False
+                for kind, dotted in f.decorators:
+                    values = _dotted_values(w, dotted, f.parent) if dotted else None
+                    if values is None:
+                        local = True
+                    elif kind == "call":
+                        if values != {None}:
+                            local = True  # `partial(jit, ...)`, `jit(static_argnums=0)`
+                        else:
+                            dead = True
+                    else:
+                        leak = leak or not values.isdisjoint(LEAK_APIS)
+                        dead = dead or any(v not in api.FUNCTION_TRANSFORMS for v in values)
+                self.decorators[id(f)] = (local, leak, dead)
+
+    def dead(self, f: _Scope) -> bool:
+        """The analysis binds ``f``'s name to nothing: no call reaches ``f``."""
+        d = self.decorators.get(id(f))
+        return d is not None and d[2] and not d[0]
+
+    def escaping(self, f: _Scope) -> bool:
+        """``f``'s value may be held by a variable, parameter or attribute and called through
+        it, or given to a transform."""
+        if f.kind == "lambda":
+            p = f.passed_to
+            return p is None or not _inert_callee(self.w, _dotted(p[0]), p[1])
+        d = self.decorators.get(id(f))
+        if d is not None and (d[0] or d[2]):
+            return d[0]  # a local decorator receives it; a decorator binding nothing kills it
+        return f.name in self.flow
+
+
+def _leak_escaping(w: _Walker, fv: _FunctionValues) -> list:
+    """The functions whose value may reach an API that traces Python once per call (REF012):
+    escaping ones (_FunctionValues) and those decorated by such an API or a local decorator."""
     out = []
     for s in w.scopes:
-        if s.kind == "lambda":
-            p = s.passed_to
-            if p is None or not _inert_callee(w, _dotted(p[0]), p[1], True):
-                out.append(s)
-        elif s.kind == "function":
-            if s.name in flow or any(not _inert_callee(w, dotted, s.parent, kind == "call")
-                                     for kind, dotted in s.decorators):
+        if s.kind == "lambda" or s.kind == "function":
+            d = fv.decorators.get(id(s))
+            if d is not None and (d[0] or d[1]) or fv.escaping(s):
                 out.append(s)
     return out
 
 
-def _inert_callee(w: _Walker, dotted: Optional[str], scope: _Scope, called: bool) -> bool:
-    """``dotted`` (a dotted name read in ``scope``; None for any other expression) is,
-    wherever that read may resolve, a builtin, an unknown name or a relative import (no value
-    to the analysis), or an imported name that the analysis does not know (``called``: calling
-    it gives nothing) or that is no API tracing Python once per call (not ``called``: a
-    decorator)."""
-    if dotted is None:
-        return False
+def _dotted_values(w: _Walker, dotted: str, scope: _Scope) -> Optional[set]:
+    """What the dotted name ``dotted`` read in ``scope`` may be, as canonical API names (None
+    for a builtin, an unknown name, a relative import or an imported name the analysis does
+    not know); None if it may be a local value (a function, a variable)."""
     root, _, rest = dotted.partition(".")
     for s in _lookups(scope, root):
         if root not in s.imports or root in s.bindings or root in s.defs or \
                 root in s.params or root in s.classes:
-            return False  # a local function or variable may hold anything
-    for q in w.imports.get(root, ()):
-        canon = api.CANONICAL.get(f"{q}.{rest}" if rest else q)
-        if canon is not None and (called or canon in LEAK_APIS):
-            return False
-    return True
+            return None
+    out = {api.CANONICAL.get(f"{q}.{rest}" if rest else q) for q in w.imports.get(root, ())}
+    return out or {None}
+
+
+def _inert_callee(w: _Walker, dotted: Optional[str], scope: _Scope) -> bool:
+    """Calling ``dotted`` (a dotted name read in ``scope``; None for any other expression)
+    gives the analysis nothing: a builtin, an unknown name or a relative import, or an
+    imported function it does not know."""
+    return dotted is not None and _dotted_values(w, dotted, scope) == {None}
 
 
 def _may_be_instance(w: _Walker, scope: _Scope, name: str) -> bool:
@@ -1005,7 +1047,10 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
     arrays: set = set()  # (id(defining scope), name)
     array_attrs: set = set()
     returning: set = set()  # id() of functions whose result may be an Array
-    escaping = _escaping(w)
+    fv = _FunctionValues(w)
+    escaping = [f for f in w.scopes if f.kind != "class" and f.kind != "module" and
+                fv.escaping(f)]
+    dead = {id(f) for f in w.scopes if f.kind == "function" and fv.dead(f)}
     lookups: dict = {}
 
     def lookup(scope, name) -> list:
@@ -1098,7 +1143,7 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
     seeded: set = set()
 
     def seed(f: _Scope) -> None:
-        if id(f) not in seeded:
+        if id(f) not in seeded and id(f) not in dead:
             seeded.add(id(f))
             for p in f.params:
                 arrays.add((id(f), p))
@@ -1113,6 +1158,7 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
                 seed(f)
 
     done: set = set()  # calls already followed (their effect does not change)
+    chain_values: dict = {}
 
     for _round in range(100):
         before = (len(arrays), len(array_attrs), len(returning), len(function_vars))
@@ -1122,7 +1168,8 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
                     function_vars.add((id(s), name))
                 if (id(s), name) not in arrays and any(is_array(v) for v in values):
                     arrays.add((id(s), name))
-            if id(s) not in returning and any(is_array(r) for r in s.returns):
+            if id(s) not in returning and id(s) not in dead and \
+                    any(is_array(r) for r in s.returns):
                 returning.add(id(s))
         for name, values in w.attr_bindings.items():
             if name not in array_attrs and any(is_array(v) for v in values):
@@ -1133,13 +1180,20 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
             done.add(i)
             # Call-site bindings: which functions may this call reach?
             if c.chain is not None:
-                if c.chain in calling_chains or c.chain not in array_chains:
-                    seed_passed(c)  # an API that calls what it is given, or an unknown one
-                continue
+                k = (c.chain, id(c.scope))
+                if k not in chain_values:
+                    chain_values[k] = _dotted_values(w, c.chain, c.scope)
+                values = chain_values[k]
+                if values is not None:  # an import (or builtin) wherever it resolves
+                    if not values.isdisjoint(_CALLING_APIS):
+                        seed_passed(c)  # an API that calls what it is given
+                    continue  # one the analysis does not know calls nothing
+                # else: a local value shadows the import: a call through it, below
             if c.kind == "name":
                 found = lookup(c.scope, c.callee)
-                if not found:  # a builtin (map, filter, ...)
-                    seed_passed(c)
+                if not found and c.callee not in _BUILTINS:
+                    for f in escaping:  # unknown to the gate: any function
+                        seed(f)
                 for s in found:
                     if c.callee in s.defs and \
                             not (c.callee in s.bindings or c.callee in s.params):

@@ -213,6 +213,25 @@ ARRAY_ITEMS = [
         def put(self):
             self.buf[0] = 1.
     """,
+    # A function handed to a local helper that calls it with an Array.
+    """\
+    import jax.numpy as jnp
+    def put(a):
+        a[0] = 1.
+    def apply(fn, x):
+        fn(x)
+    apply(put, jnp.zeros(3))
+    """,
+    # A local decorator calls the function it decorates.
+    """\
+    import jax.numpy as jnp
+    def deco(fn):
+        fn(jnp.zeros(3))
+        return fn
+    @deco
+    def put(a):
+        a[0] = 1.
+    """,
 ]
 NO_ARRAY_ITEMS = [
     "import jax.numpy as jnp\nd = {}\nd['k'] = jnp.zeros(3)\n",
@@ -229,6 +248,26 @@ NO_ARRAY_ITEMS = [
     """,
     # A builtin's result.
     "import jax.numpy as jnp\nsizes = sorted(jnp.arange(3).tolist())\nsizes[0] = 1\n",
+    # Functions the analysis cannot reach: given only to an imported function it does not
+    # know and to a builtin, or bound to nothing by their decorator (not a transform).
+    """\
+    import functools
+    import jax.numpy as jnp
+    from somewhere import register
+    def put(a):
+        a[0] = 1.
+    register(put)
+    list(map(put, [jnp.zeros(3)]))
+    @functools.lru_cache
+    def put2(a):
+        a[0] = 1.
+    put2(jnp.zeros(3))
+    class C:
+        @staticmethod
+        def put3(a):
+            a[0] = 1.
+    C.put3(jnp.zeros(3))
+    """,
 ]
 
 
@@ -345,11 +384,11 @@ BODY = ["{b}[0] = {v}", "{b}[0] += 1", "{b}.append({v})", "{b}.attr = {v}", "sel
         "self.n += 1", "{b} = {v}", "return {b}", "global {b}", "y = {b}({v})",
         "for k in {v}:\n    {b}[k] = 1"]
 WRAPS = ["@jax.jit\n", "@jax.vmap\n", "@jax.grad\n", "", "@partial(jax.jit, static_argnums=0)\n",
-         "@functools.wraps(g)\n", "@jax.custom_vjp\n"]
+         "@functools.wraps(g)\n", "@jax.custom_vjp\n", "@staticmethod\n", "@functools.cache\n"]
 CALLS = ["jax.jit(h)({v})", "h({v})", "jax.lax.scan(h, {v}, xs)", "jax.vmap(h)", "m = h", "",
          "Box().h({v})", "jax.jit(Box().h)({v})", "jax.tree.map(h, {v})", "sorted({v}, key=h)",
          "jax.lax.scan(lambda c, v: h(v), {v}, xs)", "jax.tree.map(lambda v: h(v), {v})",
-         "compile_it(h)"]
+         "compile_it(h)", "list(map(h, [{v}]))", "register(h)", "table[0] = h"]
 
 
 @st.composite
@@ -372,12 +411,15 @@ def programs(draw):
         func = "class Box:\n    pass\n\n" + func
     call = pick(CALLS).format(v=pick(VALUES))
     return ("import functools\nfrom functools import partial\nimport jax\nimport jax.numpy as jnp\n"
-            "op = jnp.add\ng = lambda v: jnp.sin(v)\ncompile_it = lambda fn: jax.jit(fn)\n" +
+            "from jax._src.interpreters.mlir import register_lowering as register\n"
+            "op = jnp.add\ng = lambda v: jnp.sin(v)\ncompile_it = lambda fn: jax.jit(fn)\n"
+            "table = {}\n" +
             "\n".join(top) + "\n\n" + func +
             "\n\n" + call + "\n")
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("REFLINT_EXAMPLES", "300")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_generated_programs_same_findings_with_gate_on_and_off(source):
     try:
