@@ -128,6 +128,13 @@ def ref_source_names() -> list:
                    if canon in REF_SOURCES})
 
 
+def availability_names() -> list:
+    """The last component of every name of AVAILABILITY and KWARG_AVAILABILITY (a use of the
+    name spells it in the text)."""
+    return sorted({q.rsplit(".", 1)[-1] for q in AVAILABILITY} |
+                  {name for name, _ in KWARG_AVAILABILITY})
+
+
 # Modules whose functions compute on Arrays: passing an unread Ref to them is REF007.
 ARRAY_FUNCTION_MODULES = ("jax.numpy.", "jax.lax.", "numpy.", "jax.nn.", "jax.scipy.",
                           "jax.random.", "math.", "jax._src.numpy.", "jax._src.lax.lax.")

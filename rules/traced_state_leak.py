@@ -106,9 +106,11 @@ class TracedStateLeak(Rule):
     code = "REF012"
     name = "traced-state-leak"
     fixable = ""
-    triggers = (r"\A(?=[\s\S]*?(?:jit|vmap|pmap|shard_map|lax|pallas))"
-                r"[\s\S]*?(?:\.(?:append|extend|insert|update|add|appendleft|extendleft)"
-                r"\s*\(|(?:\]|\.\w+)\s*(?:[-+*/%&|^@]|\*\*|//|<<|>>)?=(?!=))")
+    # An API tracing once per call, and a store method, a subscript (an item target need not
+    # be followed by `=` in the text: `d[k], y = ...`) or a class (attributes are reported
+    # only on instances of local classes and on `self`).
+    triggers = (r"\A(?=[\s\S]*?(?:jit|vmap|pmap|shard_map|lax|pallas))[\s\S]*?"
+                r"(?:\b(?:append|extend|insert|update|add|appendleft|extendleft)\b|\]|\bclass\b)")
 
     def check(self, analysis):
         for stmt, base, value_expr, func, target in analysis.item_writes:

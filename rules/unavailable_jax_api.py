@@ -70,8 +70,8 @@ class UnavailableJaxApi(Rule):
 
     code = "REF015"
     name = "unavailable-jax-api"
-    triggers = (r"new_ref|empty_ref|free_ref|array_ref|mutable_array|MutableArray|ArrayRef|"
-                r"\bRef\b|freeze|jax\.ad\b|GradValue|DontWant")
+    # The last component of every name the availability table knows (`from jax import ad`).
+    triggers = r"\b(?:" + "|".join(api.availability_names()) + r")\b"
 
     def check(self, analysis):
         version = analysis.settings.target_jax_version

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 
 import libcst as cst
 import pytest
@@ -101,6 +102,51 @@ def test_ref_triggers_name_every_ref_source_spelling():
     assert not rx.search("reference = RefCount(); my_new_refs = 1")
     assert rx.search("def f(x: 'jax.Ref'): ...")
     assert rx.search("state.AbstractRef")
+
+
+def test_availability_triggers_name_every_spelling():
+    """REF015 fires on any name of the availability table however it is imported: each
+    spelling (and each target version) gives the same findings with the pre-filter on."""
+    from reflint import api
+
+    for qn in list(api.AVAILABILITY):
+        module, _, last = qn.rpartition(".")
+        spellings = [f"from {module} import {last}\n",
+                     f"from {module} import (\n    {last},\n)\n",
+                     f"import {module} as m\nprint(m.{last})\n",
+                     f"import {module} as m\nprint(m\\\n    .{last})\n"]
+        for source in spellings:
+            for version in api.MEASURED_VERSIONS:
+                settings = Settings(select=frozenset({"REF015"}), target_jax_version=version)
+                on = lint_source(source, "a.py", settings).diagnostics
+                off = lint_source(source, "a.py", settings, use_prefilter=False).diagnostics
+                assert on == off, (source, version, off)
+
+
+# Every way a statement can assign an item or an attribute without `] =` or `.x =` in the
+# text: tuple and list targets, `for` and `with` targets, annotations, line continuations.
+TARGET_FORMS = ["{t}, other = {v}, 1", "other, {t} = 1, {v}", "({t}, other) = {v}, 1",
+                "[{t}, other] = {v}, 1", "for {t} in [{v}]:\n    pass",
+                "for k, {t} in enumerate([{v}]):\n    pass", "{t}\\\n    = {v}",
+                "{t}: float = {v}", "with ctx() as {t}:\n    pass"]
+TARGETS = ["x[0]", "cache[0]", "state.attr", "x[0][1]"]
+
+
+@pytest.mark.parametrize("form", TARGET_FORMS)
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("traced", [False, True])
+def test_prefilter_keeps_targets_written_without_an_assignment_sign(form, target, traced):
+    stmt = form.format(t=target, v="jnp.sin(y)")
+    body = f"@jax.jit\ndef f(y):\n{textwrap.indent(stmt, '    ')}\n    return y\n" if traced \
+        else f"y = 1.0\n{stmt}\n"
+    source = ("import contextlib\nimport jax\nimport jax.numpy as jnp\nx = jnp.zeros((3, 3))\n"
+              "cache = {}\nclass State:\n    pass\nstate = State()\nctx = contextlib.nullcontext\n"
+              + body)
+    compile(source, "t.py", "exec")
+    for settings in [Settings()] + [Settings(select=frozenset({c})) for c in ("REF012", "REF013")]:
+        on = lint_source(source, "t.py", settings).diagnostics
+        off = lint_source(source, "t.py", settings, use_prefilter=False).diagnostics
+        assert on == off, (source, off)
 
 
 PATTERNS = [
