@@ -161,6 +161,32 @@ def _lint_task(task) -> tuple:
             gc.collect(0)
 
 
+def _lint_batch(batch: list) -> list:
+    """_lint_task for each task of ``batch``, in one round trip to a worker."""
+    return [_lint_task(t) for t in batch]
+
+
+# Small files travel to the workers in batches of about this much text: one task per file
+# costs a round trip (pickling, queues, a future) that is a good part of a small file's check.
+BATCH_CHARS = 48_000
+
+
+def _batches(ordered: list) -> list:
+    """``ordered`` (biggest first) cut into batches: a big file alone, small ones together."""
+    out: list = []
+    batch: list = []
+    size = 0
+    for t in ordered:
+        batch.append(t)
+        size += _cost(t)
+        if size >= BATCH_CHARS:
+            out.append(batch)
+            batch, size = [], 0
+    if batch:
+        out.append(batch)
+    return out
+
+
 def _cost(task) -> float:
     """A task's expected work: its size (a file the pre-filter rules out costs less, but
     which those are is only known in the worker)."""
@@ -191,11 +217,11 @@ def _run_tasks(tasks: list, settings: Settings, jobs: int):
             with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
                                      mp_context=_pool_context(), initializer=_init_worker,
                                      initargs=(settings,)) as pool:
-                futures = [pool.submit(_lint_task, t) for t in ordered]
+                futures = [pool.submit(_lint_batch, b) for b in _batches(ordered)]
                 for fut in as_completed(futures):
-                    res = fut.result()
-                    done.add(res[0])
-                    yield res
+                    for res in fut.result():
+                        done.add(res[0])
+                        yield res
             return
         except (BrokenProcessPool, OSError):
             # No worker processes here (sandbox) or a worker died: finish in this process.

@@ -66,18 +66,52 @@ def prefilter(settings: Settings) -> "Prefilter":
     key = settings.select
     pf = _PREFILTER_CACHE.get(key)
     if pf is None:
-        parts = []
+        singles: list = []  # triggers that are one regex: joined into one
+        conjunctions: list = []  # triggers that are several regexes, all to match
         for r in all_rules():
-            if settings.enabled(r.code) and r.triggers not in parts:
-                parts.append(r.triggers)
-        if any(not p for p in parts):
+            if not settings.enabled(r.code):
+                continue
+            t = r.triggers
+            if isinstance(t, str):
+                if t not in singles:
+                    singles.append(t)
+            elif tuple(t) not in conjunctions:
+                conjunctions.append(tuple(t))
+        if any(not p for p in singles) or any(not c for c in conjunctions):
             pf = Prefilter(None)  # a rule without triggers: every file is a candidate
-        elif not parts:
+        elif not singles and not conjunctions:
             pf = Prefilter(r"(?!x)x")  # nothing enabled: no file is a candidate
         else:
-            pf = Prefilter("|".join(f"(?:{p})" for p in parts))
+            pf = _Triggers(singles, conjunctions)
         _PREFILTER_CACHE[key] = pf
     return pf
+
+
+class _Triggers:
+    """The enabled rules' triggers: one regex for those that are a regex, then each
+    conjunction (every regex of it matches somewhere). Each regex is a Prefilter, so its
+    literal gate keeps a file without them cheap."""
+
+    def __init__(self, singles: list, conjunctions: list):
+        self.single = Prefilter("|".join(f"(?:{p})" for p in singles)) if singles else None
+        parts: dict = {}
+        self.conjunctions = [[parts.setdefault(p, Prefilter(p)) for p in c]
+                             for c in conjunctions]
+
+    def search(self, text: str) -> bool:
+        if self.single is not None and self.single.search(text):
+            return True
+        seen: dict = {}
+        for conj in self.conjunctions:
+            for part in conj:
+                hit = seen.get(id(part))
+                if hit is None:
+                    hit = seen[id(part)] = bool(part.search(text))
+                if not hit:
+                    break
+            else:
+                return True
+        return False
 
 
 try:  # Python 3.11+

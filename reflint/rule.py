@@ -43,9 +43,10 @@ class Rule:
     code: str = ""
     name: str = ""
     fixable: str = ""  # "", "safe" or "unsafe"
-    # Regex of source text without which the rule cannot fire (used by the pre-filter); ""
-    # makes every file a candidate. Rules that need a Ref value use REF_TRIGGERS.
-    triggers: str = ""
+    # Regex of source text without which the rule cannot fire (used by the pre-filter), or a
+    # tuple of regexes that must all match (each somewhere in the text); "" makes every file a
+    # candidate. Rules that need a Ref value use REF_TRIGGERS.
+    triggers: "str | tuple" = ""
 
     def check(self, analysis: "ModuleAnalysis") -> Iterator[Finding]:  # pragma: no cover
         raise NotImplementedError

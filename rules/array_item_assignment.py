@@ -90,8 +90,8 @@ class ArrayItemAssignment(Rule):
     fixable = SAFE
     # A JAX array module or a Ref API, and a subscript: an item target need not be followed by
     # `=` in the text (`x[0], x[1] = ...`, `for x[i] in ...`, a line continuation).
-    triggers = (r"\A(?=[\s\S]*?jax)(?=[\s\S]*?(?:numpy|lax|random|\bnn\b|scipy|[rR]ef|freeze|"
-                r"pallas|mutable_array))[\s\S]*?\]")
+    triggers = ("jax", r"numpy|lax|random|\bnn\b|scipy|[rR]ef|freeze|pallas|mutable_array",
+                r"\]")
 
     def check(self, analysis):
         for stmt, base, value_expr, func, target in analysis.item_writes:

@@ -83,7 +83,7 @@ class RedundantDonation(Rule):
     code = "REF014"
     name = "redundant-donation"
     fixable = SAFE
-    triggers = r"\A(?=[\s\S]*?donate_arg)[\s\S]*?" + REF_TRIGGERS
+    triggers = ("donate_arg", REF_TRIGGERS)
 
     def check(self, analysis):
         for info in analysis.all_functions():

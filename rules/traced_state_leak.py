@@ -109,8 +109,8 @@ class TracedStateLeak(Rule):
     # An API tracing once per call, and a store method, a subscript (an item target need not
     # be followed by `=` in the text: `d[k], y = ...`) or a class (attributes are reported
     # only on instances of local classes and on `self`).
-    triggers = (r"\A(?=[\s\S]*?(?:jit|vmap|pmap|shard_map|lax|pallas))[\s\S]*?"
-                r"(?:\b(?:append|extend|insert|update|add|appendleft|extendleft)\b|\]|\bclass\b)")
+    triggers = (r"jit|vmap|pmap|shard_map|lax|pallas",
+                r"\b(?:append|extend|insert|update|add|appendleft|extendleft)\b|\]|\bclass\b")
 
     def check(self, analysis):
         for stmt, base, value_expr, func, target in analysis.item_writes:

@@ -174,6 +174,31 @@ def test_prefilter_matches_like_its_regex(pattern):
         assert got == expected, (pattern, text)
 
 
+TRIGGER_WORDS = ["jax", "numpy", "lax", "jit", "]", "[", "class", "append", " ", "\n", "x",
+                 "new_ref", "Ref", "donate_argnums", "ad", "nn", "_", ".", "freeze", "pallas"]
+
+
+def _triggered(rule, text):
+    parts = (rule.triggers,) if isinstance(rule.triggers, str) else rule.triggers
+    return all(re.search(p, text) for p in parts)
+
+
+@pytest.mark.parametrize("select", [None, "REF012", "REF013", "REF014", "REF015",
+                                    "REF001,REF013"])
+def test_prefilter_is_any_rule_whose_triggers_all_match(select):
+    """A rule's triggers (one regex, or several that must all match) and the pre-filter
+    built from the enabled rules agree on random texts and on real files."""
+    settings = Settings() if select is None else Settings(select=frozenset(select.split(",")))
+    rules = [r for r in RULES if settings.enabled(r.code)]
+    pf = prefilter(settings)
+    rng = random.Random(select)
+    texts = ["".join(rng.choice(TRIGGER_WORDS) for _ in range(rng.randint(0, 10)))
+             for _ in range(3000)] + [src for _, src in SOURCES]
+    for text in texts:
+        expected = any(_triggered(r, text) for r in rules)
+        assert bool(pf.search(text)) == expected, (select, text)
+
+
 def test_prefilter_literals_and_windows():
     pf = Prefilter(REF_TRIGGERS)
     assert pf.literals and "Ref" in pf.literals and "AbstractRef" not in pf.literals
@@ -417,6 +442,17 @@ def test_fixes_still_work_with_a_warm_cache(tmp_path):
     r = subprocess.run(reflint_cmd() + ["check", "--fix", str(p)], capture_output=True,
                        text=True, cwd=tmp_path, env={**os.environ, **env}, timeout=300)
     assert "jnp.sin(x_ref[...])" in p.read_text(), r.stdout + r.stderr
+
+
+def test_small_files_travel_in_batches_big_ones_alone():
+    sizes = [200_000, 60_000, 30_000, 20_000, 9_000, 5_000, 5_000, 100, 10]
+    tasks = [(i, f"f{i}.py", b"x" * n) for i, n in enumerate(sizes)]
+    batches = cli._batches(tasks)
+    assert [t for b in batches for t in b] == tasks  # each once, in order
+    assert batches[0] == [tasks[0]] and batches[1] == [tasks[1]]
+    assert all(sum(len(t[2]) for t in b) < cli.BATCH_CHARS + max(len(t[2]) for t in b)
+               for b in batches)
+    assert len(batches) < len(tasks)
 
 
 def test_worker_errors_do_not_stop_the_run(tmp_path, monkeypatch):
