@@ -1157,27 +1157,49 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
             if f.kind == "lambda" or f.name in passed:
                 seed(f)
 
-    done: set = set()  # calls already followed (their effect does not change)
     chain_values: dict = {}
+
+    # What may still turn true, dropped from these lists once it has (each round walks only
+    # what is left).
+    var_left = [((id(s), name), [v for v in values if v is not None])
+                for s in w.scopes + [w.module] for name, values in s.bindings.items()]
+    var_left = [(k, values) for k, values in var_left if values]
+    func_left = list(var_left)
+    ret_left = [(id(s), s.returns) for s in w.scopes + [w.module]
+                if s.returns and id(s) not in dead]
+    attr_left = [(name, [v for v in values if v is not None])
+                 for name, values in w.attr_bindings.items()]
+    calls_left = [c for c in w.calls]
+
+    def still(items, known, test) -> list:
+        """``items`` less those whose values now pass ``test`` (added to ``known``)."""
+        left = []
+        for k, values in items:
+            for v in values:
+                if test(v):
+                    known.add(k)
+                    break
+            else:
+                left.append((k, values))
+        return left
 
     for _round in range(100):
         before = (len(arrays), len(array_attrs), len(returning), len(function_vars))
-        for s in w.scopes + [w.module]:
-            for name, values in s.bindings.items():
-                if (id(s), name) not in function_vars and any(holds_function(v) for v in values):
-                    function_vars.add((id(s), name))
-                if (id(s), name) not in arrays and any(is_array(v) for v in values):
-                    arrays.add((id(s), name))
-            if id(s) not in returning and id(s) not in dead and \
-                    any(is_array(r) for r in s.returns):
-                returning.add(id(s))
-        for name, values in w.attr_bindings.items():
-            if name not in array_attrs and any(is_array(v) for v in values):
-                array_attrs.add(name)
-        for i, c in enumerate(w.calls):
-            if i in done or not any(is_array(a) for a in c.args):
-                continue
-            done.add(i)
+        func_left = still(func_left, function_vars, holds_function)
+        var_left = still(var_left, arrays, is_array)
+        ret_left = still(ret_left, returning, is_array)
+        attr_left = still(attr_left, array_attrs, is_array)
+        hits = []
+        left = []
+        for c in calls_left:
+            for a in c.args:
+                if is_array(a):
+                    hits.append(c)
+                    break
+            else:
+                left.append(c)
+        calls_left = left
+        for c in hits:
             # Call-site bindings: which functions may this call reach?
             if c.chain is not None:
                 k = (c.chain, id(c.scope))
