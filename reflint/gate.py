@@ -278,6 +278,17 @@ class _Walker:
                 if not s.level and s.module:
                     self.imports.setdefault(local, set()).add(f"{s.module}.{a.name}")
                 self.scope.imports.add(local)  # relative ones: names the analysis cannot see
+        elif t is ast.If or t is ast.While:
+            self.read(s.test)
+            self.body(s.body)
+            self.body(s.orelse)
+        elif t is ast.Pass or t is ast.Break or t is ast.Continue:
+            pass
+        elif t is ast.Raise:
+            if s.exc is not None:
+                self.read(s.exc)
+            if s.cause is not None:
+                self.read(s.cause)
         elif t in (ast.Global, ast.Nonlocal):
             self.scope.free_decl.update(s.names)
         elif t is ast.Try or t is getattr(ast, "TryStar", None):
@@ -291,7 +302,7 @@ class _Walker:
             self.body(s.orelse)
             self.body(s.finalbody)
         else:
-            # If, While, Raise, Assert, Delete, Match, Pass, ...
+            # Assert, Delete, Match, ...
             for child in ast.iter_child_nodes(s):
                 if isinstance(child, ast.stmt):
                     self.stmt(child)
@@ -522,6 +533,10 @@ class _Walker:
             for child in node.values:
                 if type(child) is ast.FormattedValue:
                     self.read(child.value)
+        elif t is ast.Slice:
+            for child in (node.lower, node.upper, node.step):
+                if child is not None:
+                    self.expr(child)
         else:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
