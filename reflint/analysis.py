@@ -87,11 +87,11 @@ class FunctionInfo:
 
     @property
     def is_module(self) -> bool:
-        return isinstance(self.node, cst.Module)
+        return type(self.node) is cst.Module
 
     @property
     def is_lambda(self) -> bool:
-        return isinstance(self.node, cst.Lambda)
+        return type(self.node) is cst.Lambda
 
     def role_kinds(self) -> set:
         return {r.kind for r in self.roles.values()}
@@ -470,7 +470,6 @@ class ModuleAnalysis:
         if not isinstance(body, (list, tuple)):
             return False
         values: list = []
-        bad = [False]
 
         def target_names(t):
             if isinstance(t, cst.Name):
@@ -481,67 +480,51 @@ class ModuleAnalysis:
             elif isinstance(t, cst.StarredElement):
                 yield from target_names(t.value)
 
-        analysis = self
-
-        class V(cst.CSTVisitor):
-            def visit_FunctionDef(self, node):
+        # Every binding of `name` directly in the scope (not in nested functions, classes or
+        # lambdas). A plain walk over the fields: libcst's visitor rebuilds every node.
+        stack = list(reversed(body))
+        while stack:
+            node = stack.pop()
+            t = type(node)
+            if t is cst.FunctionDef or t is cst.ClassDef:
                 if node.name.value == name:
-                    bad[0] = True
-                return False
-
-            def visit_ClassDef(self, node):
-                if node.name.value == name:
-                    bad[0] = True
-                return False
-
-            def visit_Lambda(self, node):
-                return False
-
-            def visit_Assign(self, node):
-                for t in node.targets:
-                    if isinstance(t.target, cst.Name) and t.target.value == name:
+                    return False
+                continue
+            if t is cst.Lambda:
+                continue
+            if t is cst.Assign:
+                for tg in node.targets:
+                    if type(tg.target) is cst.Name and tg.target.value == name:
                         values.append(node.value)
-                    elif name in target_names(t.target):
-                        bad[0] = True
-
-            def visit_AnnAssign(self, node):
-                if isinstance(node.target, cst.Name) and node.target.value == name and \
+                    elif name in target_names(tg.target):
+                        return False
+            elif t is cst.AnnAssign:
+                if type(node.target) is cst.Name and node.target.value == name and \
                         node.value is not None:
                     values.append(node.value)
-
-            def visit_AugAssign(self, node):
-                if isinstance(node.target, cst.Name) and node.target.value == name:
-                    bad[0] = True
-
-            def visit_For(self, node):
+            elif t is cst.AugAssign:
+                if type(node.target) is cst.Name and node.target.value == name:
+                    return False
+            elif t is cst.For:
                 if name in target_names(node.target):
-                    bad[0] = True
-
-            def visit_WithItem(self, node):
+                    return False
+            elif t is cst.WithItem:
                 if node.asname is not None and name in target_names(node.asname.name):
-                    bad[0] = True
-
-            def visit_NamedExpr(self, node):
+                    return False
+            elif t is cst.NamedExpr:
                 if name in target_names(node.target):
-                    bad[0] = True
-
-            def visit_ImportAlias(self, node):
+                    return False
+            elif t is cst.ImportAlias:
                 bound = _as_name(node.asname) if node.asname else dotted_name(node.name)
                 if bound and bound.split(".")[0] == name:
-                    bad[0] = True
-
-            def visit_Global(self, node):
+                    return False
+            elif t is cst.Global or t is cst.Nonlocal:
                 if any(n.name.value == name for n in node.names):
-                    bad[0] = True
-
-            def visit_Nonlocal(self, node):
-                self.visit_Global(node)
-
-        for stmt in body:
-            stmt.visit(V())
-        if bad[0] or not values:
+                    return False
+            stack.extend(reversed(child_nodes(node)))
+        if not values:
             return False
-        return all(analysis._is_container_expr(v) for v in values)
+        return all(self._is_container_expr(v) for v in values)
 
     def _is_container_expr(self, expr) -> bool:
         if isinstance(expr, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp,
@@ -559,27 +542,18 @@ class ModuleAnalysis:
         out = cache.get(id(info))
         if out is None:
             out = {}
-
-            class V(cst.CSTVisitor):
-                def visit_FunctionDef(self, node):
-                    return node is info.node
-
-                def visit_ClassDef(self, node):
-                    return False
-
-                def visit_Lambda(self, node):
-                    return False
-
-                def visit_Global(self, node):
-                    for n in node.names:
-                        out[n.name.value] = "global"
-
-                def visit_Nonlocal(self, node):
-                    for n in node.names:
-                        out[n.name.value] = "nonlocal"
-
             if isinstance(info.node, cst.FunctionDef):
-                info.node.visit(V())
+                # The function's own statements, not nested functions, classes or lambdas.
+                stack = list(child_nodes(info.node))
+                while stack:
+                    node = stack.pop()
+                    t = type(node)
+                    if t is cst.FunctionDef or t is cst.ClassDef or t is cst.Lambda:
+                        continue
+                    if t is cst.Global or t is cst.Nonlocal:
+                        for n in node.names:
+                            out[n.name.value] = "global" if t is cst.Global else "nonlocal"
+                    stack.extend(child_nodes(node))
             cache[id(info)] = out
         return out
 
