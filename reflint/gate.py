@@ -21,10 +21,11 @@ on every fixture and example, and the gate's verdict with the analysis' own fact
   the target version.
 * **REF012**: an API that runs Python once per trace (``jit``, ``vmap``, ``pmap``,
   ``shard_map``, a control-flow body, a Pallas kernel) is used, and a function that may be
-  traced (a lambda, a decorated function, a function used as a value, and what those call by
-  name) assigns an item of, or calls ``.append``-like methods on, a free name that is bound to
-  a Python container somewhere; or sets an attribute of a free name (in a file that defines a
-  class); or is a decorated or passed method that sets an attribute of its first parameter.
+  traced (decorated by such an API or a local decorator, or whose value may go where the
+  analysis follows it, see ``_FunctionValues``; and what those call by name) assigns an item
+  of, or calls ``.append``-like methods on, a free name that an enclosing scope binds to a
+  Python container; or sets an attribute of a free name (in a file that defines a class); or
+  is such a method and sets an attribute of its first parameter.
 * **REF013**: an item is assigned on a name, attribute or expression that may hold a JAX Array.
   Values are followed the way the analysis follows them (names resolved by scope, attributes by
   name): an expression may hold an Array if it uses a JAX array function, a ref primitive or a
@@ -32,7 +33,10 @@ on every fixture and example, and the gate's verdict with the analysis' own fact
   function that may return one, of a parameter, variable or stored callable, or of a call's
   result (``jit(f)(x)``); not the result of an imported non-array function, a builtin or a local
   class (``list(x)`` and ``tuple(x)`` pass their argument through). A parameter may hold one if
-  a call that may reach its function passes one.
+  a call that may reach its function passes one: by name, as a method of that name, through
+  a variable or parameter (any function whose value the analysis may follow there), or given
+  to an API that calls it; an imported function the analysis does not know and a builtin call
+  nothing, and a function whose decorator binds its name to nothing is reached by no call.
 
 The gate never decides that a file has findings, only that it cannot, which keeps it simple:
 no control flow, no call-site matching of arguments to parameters.
