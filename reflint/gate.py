@@ -86,16 +86,15 @@ _NO_FLOW = frozenset({_ANNOTATION, _TYPE_TEST, _OTHER_ANNOTATION})
 class _Scope:
     """A module, class, function or lambda body and what the gate needs from it."""
 
-    __slots__ = ("attr_writes", "bindings", "calls", "classes", "containers", "decorated",
-                 "decorators", "defs", "free_decl", "imports", "is_method", "item_writes",
-                 "kind", "name", "params", "parent", "passed_to", "returns", "store_calls")
+    __slots__ = ("attr_writes", "bindings", "calls", "classes", "containers", "decorators",
+                 "defs", "free_decl", "imports", "is_method", "item_writes", "kind", "name",
+                 "params", "parent", "passed_to", "returns", "store_calls")
 
     def __init__(self, kind, parent, name="", is_method=False):
         self.kind = kind  # "module", "class", "function", "lambda"
         self.parent = parent
         self.name = name
         self.is_method = is_method
-        self.decorated = False
         self.decorators: list = []  # _decorator_key of each
         self.passed_to = None  # a lambda written as a call's argument: (callee, scope)
         self.params: list = []
@@ -162,10 +161,9 @@ class _Walker:
         self.func_names: dict = {}  # def name -> [_Scope]
         self.class_count = 0
         self.class_fields: set = set()
-        self.value_refs: set = set()  # names and attributes loaded other than as a callee
-        # The same, less those that cannot carry a function into a trace (REF012): type
-        # tests, annotations and direct arguments of calls (those are in `passed`, decided
-        # once the file's imports are known).
+        # Names and attributes loaded other than as a callee, a type test's operand, in an
+        # annotation or as a direct argument of a call (those are in `passed`, decided once
+        # the file's imports are known): where a function's value may go (_FunctionValues).
         self.flow_refs: set = set()
         self.passed: list = []  # (name, callee expression, scope)
         self.inert = False  # walking a direct argument of a call: loads go to `passed`
@@ -436,7 +434,6 @@ class _Walker:
         scope = _Scope("lambda" if is_lambda else "function", self.scope,
                        "<lambda>" if is_lambda else node.name,
                        is_method=self.scope.kind == "class" and not is_lambda)
-        scope.decorated = not is_lambda and bool(node.decorator_list)
         scope.decorators = decorators
         scope.params = [p.arg for p in params]
         self.scopes.append(scope)
@@ -468,7 +465,6 @@ class _Walker:
             key = (self.scope, node.id)
             for e in self.exprs:
                 e.names.add(key)
-            self.value_refs.add(node.id)
             if not self.inert and ctx not in _NO_FLOW:
                 self.flow_refs.add(node.id)
             if node.id in self.roots:
@@ -559,16 +555,12 @@ class _Walker:
         # class or a module, never from an Array: the base does not flow into the value.
         for e in self.exprs:
             e.attrs.add(node.attr)
-        self.value_refs.update(parts[1:])
-        if not callee:
-            self.value_refs.add(node.attr)
         flows = not self.inert and ctx not in _NO_FLOW
         if flows:
             self.flow_refs.update(parts[1:])
             if not callee:
                 self.flow_refs.add(node.attr)
         if type(inner) is ast.Name:
-            self.value_refs.add(inner.id)
             if flows:
                 self.flow_refs.add(inner.id)
             if inner.id in self.roots:
@@ -643,7 +635,6 @@ class _Walker:
         """``summary(Name)`` of a call's argument, without the walk."""
         e = _Expr()
         e.names.add((self.scope, name))
-        self.value_refs.add(name)
         if name in self.roots:
             self.chains.add((name, ctx, ctx != _BUILTIN_ARG and ctx != _TYPE_TEST, self.scope))
             e.chains.add(name)
