@@ -466,65 +466,66 @@ class ModuleAnalysis:
     def _container_check(self, name: str, scope: FunctionInfo) -> bool:
         if scope.param(name) is not None:
             return False
+        values = self._scope_bindings(scope).get(name)
+        return bool(values) and all(self._is_container_expr(v) for v in values)
+
+    def _scope_bindings(self, scope: FunctionInfo) -> dict:
+        """name -> the values bound to it by plain assignments directly in ``scope`` (not in
+        nested functions, classes or lambdas), or None if it is also bound another way (a
+        def, an unpacking, ``+=``, a loop or ``with`` target, an import, ``global``). One walk
+        per scope, cached."""
+        cache = self.__dict__.setdefault("_bindings_cache", {})
+        out = cache.get(id(scope))
+        if out is not None:
+            return out
+        out = cache[id(scope)] = {}
         body = scope.node.body if scope.is_module else getattr(scope.node.body, "body", None)
         if not isinstance(body, (list, tuple)):
-            return False
-        values: list = []
+            return out
 
-        def target_names(t):
-            if isinstance(t, cst.Name):
-                yield t.value
-            elif isinstance(t, (cst.Tuple, cst.List)):
-                for e in t.elements:
-                    yield from target_names(e.value)
-            elif isinstance(t, cst.StarredElement):
-                yield from target_names(t.value)
+        def bind(name, value) -> None:  # value None: bound other than by a plain assignment
+            if value is None:
+                out[name] = None
+            elif name not in out:
+                out[name] = [value]
+            elif out[name] is not None:
+                out[name].append(value)
 
-        # Every binding of `name` directly in the scope (not in nested functions, classes or
-        # lambdas). A plain walk over the fields: libcst's visitor rebuilds every node.
-        stack = list(reversed(body))
-        while stack:
-            node = stack.pop()
+        for node in walk_nodes(body, into=_in_own_scope):
             t = type(node)
             if t is cst.FunctionDef or t is cst.ClassDef:
-                if node.name.value == name:
-                    return False
-                continue
-            if t is cst.Lambda:
-                continue
-            if t is cst.Assign:
+                bind(node.name.value, None)
+            elif t is cst.Assign:
                 for tg in node.targets:
-                    if type(tg.target) is cst.Name and tg.target.value == name:
-                        values.append(node.value)
-                    elif name in target_names(tg.target):
-                        return False
+                    if type(tg.target) is cst.Name:
+                        bind(tg.target.value, node.value)
+                    else:
+                        for n in _target_names(tg.target):
+                            bind(n, None)
             elif t is cst.AnnAssign:
-                if type(node.target) is cst.Name and node.target.value == name and \
-                        node.value is not None:
-                    values.append(node.value)
+                if type(node.target) is cst.Name and node.value is not None:
+                    bind(node.target.value, node.value)
             elif t is cst.AugAssign:
-                if type(node.target) is cst.Name and node.target.value == name:
-                    return False
+                if type(node.target) is cst.Name:
+                    bind(node.target.value, None)
             elif t is cst.For:
-                if name in target_names(node.target):
-                    return False
+                for n in _target_names(node.target):
+                    bind(n, None)
             elif t is cst.WithItem:
-                if node.asname is not None and name in target_names(node.asname.name):
-                    return False
+                if node.asname is not None:
+                    for n in _target_names(node.asname.name):
+                        bind(n, None)
             elif t is cst.NamedExpr:
-                if name in target_names(node.target):
-                    return False
+                for n in _target_names(node.target):
+                    bind(n, None)
             elif t is cst.ImportAlias:
                 bound = _as_name(node.asname) if node.asname else dotted_name(node.name)
-                if bound and bound.split(".")[0] == name:
-                    return False
+                if bound:
+                    bind(bound.split(".")[0], None)
             elif t is cst.Global or t is cst.Nonlocal:
-                if any(n.name.value == name for n in node.names):
-                    return False
-            stack.extend(reversed(child_nodes(node)))
-        if not values:
-            return False
-        return all(self._is_container_expr(v) for v in values)
+                for n in node.names:
+                    bind(n.name.value, None)
+        return out
 
     def _is_container_expr(self, expr) -> bool:
         if isinstance(expr, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp,
@@ -544,16 +545,11 @@ class ModuleAnalysis:
             out = {}
             if isinstance(info.node, cst.FunctionDef):
                 # The function's own statements, not nested functions, classes or lambdas.
-                stack = list(child_nodes(info.node))
-                while stack:
-                    node = stack.pop()
+                for node in walk_nodes(child_nodes(info.node), into=_in_own_scope):
                     t = type(node)
-                    if t is cst.FunctionDef or t is cst.ClassDef or t is cst.Lambda:
-                        continue
                     if t is cst.Global or t is cst.Nonlocal:
                         for n in node.names:
                             out[n.name.value] = "global" if t is cst.Global else "nonlocal"
-                    stack.extend(child_nodes(node))
             cache[id(info)] = out
         return out
 
@@ -1751,6 +1747,35 @@ class ModuleAnalysis:
 
 
 _FIELDS: dict = {}
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def walk_nodes(roots, into=None):
+    """Every node of the trees ``roots``, depth first in field order (fast field reads, see
+    child_nodes); the children of a node for which ``into(node)`` is false are not visited."""
+    stack = list(reversed(roots))
+    while stack:
+        node = stack.pop()
+        yield node
+        if into is None or into(node):
+            stack.extend(reversed(child_nodes(node)))
+
+
+def _in_own_scope(node) -> bool:
+    """Whether a walk of a scope's statements goes into ``node``: not into nested functions,
+    classes or lambdas."""
+    return type(node) not in _SCOPES
+
+
+def _target_names(t):
+    """The names an assignment target binds (``a``, ``a, (b, *c)``)."""
+    if isinstance(t, cst.Name):
+        yield t.value
+    elif isinstance(t, (cst.Tuple, cst.List)):
+        for e in t.elements:
+            yield from _target_names(e.value)
+    elif isinstance(t, cst.StarredElement):
+        yield from _target_names(t.value)
 
 
 def child_nodes(node) -> list:

@@ -369,11 +369,7 @@ def gate_verdict(source: str, settings: Settings,
 
 
 def _allows(v: "gate.Verdict", settings: Settings) -> bool:
-    if v.refs:
-        return any(settings.enabled(r.code) for r in all_rules())
-    return (v.unavailable and settings.enabled("REF015")) or \
-        (v.leak and settings.enabled("REF012")) or \
-        (v.array_item and settings.enabled("REF013"))
+    return any(settings.enabled(r.code) and v.may_fire(r.code) for r in all_rules())
 
 
 def gate_allows(source: str, settings: Settings, tree: Optional[ast.Module] = None) -> bool:
@@ -429,9 +425,8 @@ def check_module(module: cst.Module, path: str, settings: Settings,
     analysis holds no Ref: only REF012, REF013 and REF015 can report; REF015's name walk only
     where the gate saw an unavailable name)."""
     rules = [r for r in all_rules() if settings.enabled(r.code)]
-    if verdict is not None and not verdict.refs:
-        rules = [r for r in rules if r.code in _REFLESS_RULES and
-                 getattr(verdict, _REFLESS_RULES[r.code]) is not False]
+    if verdict is not None:
+        rules = [r for r in rules if verdict.may_fire(r.code)]
     if not rules:
         return []
     analysis = ModuleAnalysis(module, path)
@@ -453,10 +448,6 @@ def check_module(module: cst.Module, path: str, settings: Settings,
         analysis.release()
     out.sort()
     return out
-
-
-# Rules that can report in a file without Refs, and the gate's answer that says they may.
-_REFLESS_RULES = {"REF012": "leak", "REF013": "array_item", "REF015": "unavailable"}
 
 
 @dataclass

@@ -737,6 +737,10 @@ def _import_roots(source: str) -> set:
     return roots
 
 
+# The rules that can report in a file without Refs, and the answer that says they may.
+REFLESS_RULES = {"REF012": "leak", "REF013": "array_item", "REF015": "unavailable"}
+
+
 class Verdict:
     """The gate's answers: what may make a file have findings. An answer is True (maybe),
     False (no) or None (not asked: the file is analysed anyway)."""
@@ -751,6 +755,14 @@ class Verdict:
 
     def __bool__(self) -> bool:
         return bool(self.refs or self.unavailable or self.leak or self.array_item)
+
+    def may_fire(self, code: str) -> bool:
+        """Rule ``code`` may report: any rule where there are refs; without, only a rule of
+        REFLESS_RULES whose answer is not no."""
+        if self.refs:
+            return True
+        answer = REFLESS_RULES.get(code)
+        return answer is not None and getattr(self, answer) is not False
 
     def __repr__(self) -> str:
         return (f"Verdict(refs={self.refs}, unavailable={self.unavailable}, leak={self.leak}, "

@@ -29,7 +29,7 @@ from typing import Optional
 import libcst as cst
 
 from . import api
-from .analysis import child_nodes, slice_exprs
+from .analysis import slice_exprs, walk_nodes
 from .values import QN, FuncVal, RefVal, iter_refs
 
 EMPTY: frozenset = frozenset()
@@ -435,14 +435,11 @@ class _Walker:
             for info in self.a.all_functions():
                 if id(info) not in self.scopes and not self.root.encloses(info):
                     continue
-                stack = [info.node]
-                while stack:
-                    node = stack.pop()
+                for node in walk_nodes([info.node]):
                     if isinstance(node, cst.Name):
                         names.add(node.value)
                     elif isinstance(node, cst.Attribute):
                         names.add(node.attr.value)
-                    stack.extend(child_nodes(node))
             self.names_used = (len(self.scopes), names)
         return self.names_used[1]
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from reflint import api
-from reflint.analysis import child_nodes
+from reflint.analysis import walk_nodes
 from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal, ClassVal, InstanceVal, QN
 
@@ -264,9 +264,7 @@ def _memo_names(root) -> set:
     """Names tested with ``in``/``not in`` or read with ``.get``/``.setdefault`` anywhere in
     ``root`` (nested functions included)."""
     names = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
+    for node in walk_nodes([root]):
         t = type(node)
         if t is cst.ComparisonTarget:
             if isinstance(node.operator, (cst.In, cst.NotIn)) and \
@@ -277,7 +275,6 @@ def _memo_names(root) -> set:
             if type(f) is cst.Attribute and f.attr.value in ("get", "setdefault") and \
                     type(f.value) is cst.Name:
                 names.add(f.value.value)
-        stack.extend(child_nodes(node))
     return names
 
 
