@@ -59,8 +59,7 @@ class Param:
 class Role:
     """One way a function is traced: ``kind`` is a transform or a control-flow role."""
 
-    kind: str  # api.JIT, api.VMAP, ..., or 'scan', 'cond', 'switch', 'while_cond', 'while_body',
-    # 'fori', 'map', 'custom_vjp_fwd', 'custom_vjp_bwd', 'custom_jvp_rule', 'pallas_kernel'
+    kind: api.Role  # how it is traced (the registry's roles: api.ROLES)
     node: cst.CSTNode  # decorator, transform call or control-flow call
     transform: Optional[Transform] = None
 
@@ -201,7 +200,7 @@ class Binding:
 class TracedCall:
     """A call that traces ``target`` (or several targets, e.g. cond branches).
 
-    ``kind`` is the outermost transform/control-flow kind (api.JIT, api.SCAN, ...);
+    ``kind`` is the outermost transform's or the control-flow API's canonical name;
     ``bindings`` the argument values that reach the traced function's parameters;
     ``operands`` every traced-operand value in the call (for aliasing checks).
     """
@@ -213,6 +212,38 @@ class TracedCall:
     transforms: tuple
     operands: list  # (Value, expr)
     bindings: dict  # id(target info) -> {param: Binding}
+
+
+@dataclass(eq=False)
+class ItemWrite:
+    """``base[...] = value`` (or ``base[...] += value``) on something that is not a Ref."""
+
+    stmt: cst.CSTNode  # the assignment statement
+    base: Optional[Value]  # the value of ``target.value``
+    value_expr: Optional[cst.BaseExpression]
+    func: "FunctionInfo"
+    target: cst.Subscript
+
+
+@dataclass(eq=False)
+class AttributeWrite:
+    """``base.attr = value`` (``value`` None for ``+=`` and the like)."""
+
+    stmt: cst.CSTNode
+    base: Optional[Value]
+    attr: str
+    value: Optional[Value]
+    func: "FunctionInfo"
+
+
+@dataclass(eq=False)
+class MutatingCall:
+    """``receiver.append(...)`` and the other in-place methods of Python containers."""
+
+    call: cst.Call
+    receiver: Optional[Value]
+    method: str
+    func: "FunctionInfo"
 
 
 @dataclass(eq=False)
@@ -266,9 +297,18 @@ class _Unbound:
 class ModuleAnalysis:
     """Analysis of one module. Build with ``ModuleAnalysis(module)``; rules read the facts."""
 
-    def __init__(self, module: cst.Module, path: str = "<string>"):
+    def __init__(self, module: cst.Module, path: str = "<string>", settings=None,
+                 source: Optional[str] = None, gate_verdict=None):
         self.module = module
         self.path = path
+        if settings is None:
+            from .settings import Settings
+
+            settings = Settings()
+        self.settings = settings  # what the rules are run with (target JAX version ...)
+        self.source = source if source is not None else module.code
+        self.gate_verdict = gate_verdict  # the pre-filter gate's answers, when it ran
+        self._cache: dict = {}
         self.module_info = FunctionInfo(node=module, name="<module>", parent=None)
         self.functions: dict[int, FunctionInfo] = {}  # id(node) -> FunctionInfo
         self.classes: dict[int, ClassInfo] = {}
@@ -288,6 +328,14 @@ class ModuleAnalysis:
         self.__dict__.clear()
 
     # -- public queries ------------------------------------------------------------------
+
+    def cached(self, key, fn):
+        """``fn()``, computed once per analysis under ``key`` (for rule helpers: a rule keeps
+        its derived facts here rather than in attributes of its own on the analysis)."""
+        cache = self._cache
+        if key not in cache:
+            cache[key] = fn()
+        return cache[key]
 
     def function_of(self, node: cst.CSTNode) -> Optional[FunctionInfo]:
         return self.functions.get(id(node))
@@ -458,7 +506,7 @@ class ModuleAnalysis:
         dict or set (a display, a comprehension, ``list()``/``dict()``/``set()`` or a
         ``collections`` constructor), and there is at least one."""
         key = (id(scope), name)
-        cache = self.__dict__.setdefault("_container_cache", {})
+        cache = self.cached("containers", dict)
         if key not in cache:
             cache[key] = self._container_check(name, scope)
         return cache[key]
@@ -474,7 +522,7 @@ class ModuleAnalysis:
         nested functions, classes or lambdas), or None if it is also bound another way (a
         def, an unpacking, ``+=``, a loop or ``with`` target, an import, ``global``). One walk
         per scope, cached."""
-        cache = self.__dict__.setdefault("_bindings_cache", {})
+        cache = self.cached("scope bindings", dict)
         out = cache.get(id(scope))
         if out is not None:
             return out
@@ -539,7 +587,7 @@ class ModuleAnalysis:
 
     def _declarations(self, info: FunctionInfo) -> dict:
         """Names declared ``global`` / ``nonlocal`` directly in a function (cached)."""
-        cache = self.__dict__.setdefault("_decl_cache", {})
+        cache = self.cached("declarations", dict)
         out = cache.get(id(info))
         if out is None:
             out = {}
@@ -613,9 +661,9 @@ class ModuleAnalysis:
         self.after_freeze: list[UseAfterFreeze] = []
         self.traced_calls: list[TracedCall] = []
         self.plain_calls: list[PlainCall] = []
-        self.attribute_writes: list = []  # (node, target value, attr, value, func)
-        self.item_writes: list = []  # (node, target value, value expr, func)
-        self.mutating_calls: list = []  # (call node, receiver value, method, func)
+        self.attribute_writes: list[AttributeWrite] = []
+        self.item_writes: list[ItemWrite] = []
+        self.mutating_calls: list[MutatingCall] = []
         self._new_seeds: dict = {}  # id(info) -> {param: Value}
         self._new_returns: dict = {}  # id(info) -> Value
         self._new_attrs: dict = {}  # id(cls) -> {attr: Value}
@@ -960,7 +1008,7 @@ class ModuleAnalysis:
             if isinstance(base, RefVal):
                 self._record_access("augitem", stmt, target.value, base, stmt.value, state)
             else:
-                self.item_writes.append((stmt, base, stmt.value, self._func, target))
+                self.item_writes.append(ItemWrite(stmt, base, stmt.value, self._func, target))
         elif isinstance(target, cst.Name):
             v = self._lookup(target.value, target, state)
             if isinstance(v, RefVal):
@@ -970,7 +1018,8 @@ class ModuleAnalysis:
             cur = self._attribute_value(base, target.attr.value)
             if isinstance(cur, RefVal):
                 self._ref_use("augassign", target, cur, stmt, _op_text(stmt.operator))
-            self.attribute_writes.append((stmt, base, target.attr.value, None, self._func))
+            self.attribute_writes.append(AttributeWrite(stmt, base, target.attr.value, None,
+                                                        self._func))
 
     def _exec_def(self, node: cst.FunctionDef, state: _State) -> None:
         outer = self._func
@@ -1017,16 +1066,15 @@ class ModuleAnalysis:
         if not isinstance(fv, FuncVal):
             return None
         if isinstance(dv, QN):
-            kind = api.canonical(dv.qualname)
-            if kind in api.FUNCTION_TRANSFORMS:
-                return self._wrap(fv, Transform(kind, node, {}), node)
-            if kind == api.PALLAS_CALL:
-                return None
+            a = api.lookup(dv.qualname)
+            if a is not None and a.name in api.DECORATOR_APIS:
+                return self._apply_api(a, fv, node, {}, (), state)
             return None
         if isinstance(dv, TransformVal):
-            return self._wrap(fv, Transform(dv.kind, dv.node, dv.kwargs, dv.args), node)
+            return self._apply_api(api.API[dv.kind], fv, node, dv.kwargs, dv.args, state,
+                                   dv.node)
         if isinstance(dv, SpecialVal) and dv.kind == "defjvp":
-            self._add_role(fv.info, "custom_jvp_rule", node)
+            self._add_role(fv.info, api.Role.CUSTOM_JVP_RULE, node)
             return dv.target
         if isinstance(dv, SpecialVal) and dv.kind in ("defvjp_fwd", "defvjp_bwd"):
             return dv.target
@@ -1036,8 +1084,33 @@ class ModuleAnalysis:
             return dv.info.return_value
         return None
 
+    def _apply_api(self, a: "api.Api", fv: FuncVal, node, kwargs: dict, args: tuple, state,
+                   transform_node=None) -> Optional[Value]:
+        """``fv`` given to the API ``a`` as its function (a decorator, a call, a factory's
+        result, a partial): what the application evaluates to."""
+        if a.family is api.Family.TRANSFORM:
+            return self._wrap(fv, Transform(a.name, transform_node or node, kwargs, args), node)
+        if not a.callees:
+            return None
+        callee = a.callees[0]
+        if a.family is api.Family.INLINE:
+            # pl.when / pl.loop: the body runs here, once, as part of the enclosing trace.
+            self._bind_call(node, FuncVal(fv.info, (), fv.bound_args, fv.bound_kwargs, None,
+                                          fv.bound_kw_values),
+                            [(None, None, None) for _ in callee.receives], {}, "plain")
+            return None
+        self._mark_kernel(fv, node, callee)
+        if a.result is api.Result.LAUNCHER:
+            return SpecialVal("launcher", fv, node, a.name)
+        # run_scoped / core_map: the body runs now, inside the enclosing kernel's trace.
+        self.traced_calls.append(TracedCall(kind=a.name, node=node, func=self._func,
+                                            targets=[fv.info], transforms=(), operands=[],
+                                            bindings={}))
+        fv.info.callers.append((self._func, node))
+        return None
+
     def _wrap(self, fv: FuncVal, transform: Transform, node) -> FuncVal:
-        self._add_role(fv.info, transform.kind, node, transform)
+        self._add_role(fv.info, api.API[transform.kind].role, node, transform)
         if transform.kind == api.CUSTOM_VJP and fv.info.custom_vjp is None:
             fv.info.custom_vjp = {}
         return FuncVal(fv.info, fv.transforms + (transform,), fv.bound_args, fv.bound_kwargs,
@@ -1080,7 +1153,7 @@ class ModuleAnalysis:
             if isinstance(base, RefVal):
                 self._record_access("setitem", stmt, target.value, base, value_expr, state)
             else:
-                self.item_writes.append((stmt, base, value_expr, self._func, target))
+                self.item_writes.append(ItemWrite(stmt, base, value_expr, self._func, target))
         elif t is cst.Attribute:
             base = self._eval(target.value, state)
             attr = target.attr.value
@@ -1089,7 +1162,7 @@ class ModuleAnalysis:
                 if isinstance(value, RefVal) and not value.name:
                     value.name = f"self.{attr}"
                 d[attr] = join(d[attr], value) if attr in d else value
-            self.attribute_writes.append((stmt, base, attr, value, self._func))
+            self.attribute_writes.append(AttributeWrite(stmt, base, attr, value, self._func))
         elif t is cst.StarredElement:
             self._bind_target(target.value, None, state, stmt)
 
@@ -1369,7 +1442,8 @@ class ModuleAnalysis:
         if type(node.func) is cst.Attribute and node.func.attr.value in MUTATING_METHODS:
             receiver = self._values.get(id(node.func.value))
             if not isinstance(receiver, (QN, RefVal, FuncVal, ClassVal)):
-                self.mutating_calls.append((node, receiver, node.func.attr.value, self._func))
+                self.mutating_calls.append(MutatingCall(node, receiver, node.func.attr.value,
+                                                        self._func))
         if isinstance(fv, QN):
             return self._call_qn(node, fv.qualname, args, state)
         if isinstance(fv, FuncVal):
@@ -1377,7 +1451,8 @@ class ModuleAnalysis:
         if isinstance(fv, TransformVal):
             target = _first_positional(args)
             if isinstance(target, FuncVal):
-                return self._wrap(target, Transform(fv.kind, fv.node, fv.kwargs, fv.args), node)
+                return self._apply_api(api.API[fv.kind], target, node, fv.kwargs, fv.args,
+                                       state, fv.node)
             return None
         if isinstance(fv, ClassVal):
             init = fv.cls.methods.get("__init__")
@@ -1391,132 +1466,141 @@ class ModuleAnalysis:
         return None
 
     def _call_qn(self, node: cst.Call, qn: str, args: list, state: _State) -> Optional[Value]:
-        kind = api.canonical(qn)
-        if kind is None:
+        a = api.lookup(qn)
+        if a is None:
             if qn.startswith("builtins."):
                 name = qn[len("builtins."):]
                 if name in api.BUILTINS_NEEDING_ARRAY:
-                    for a, v in args:
-                        if isinstance(v, RefVal) and not a.keyword:
-                            self._ref_use("builtin", a.value, v, node, name)
+                    for arg, v in args:
+                        if isinstance(v, RefVal) and not arg.keyword:
+                            self._ref_use("builtin", arg.value, v, node, name)
                 if name in ("tuple", "list") and len(args) == 1:
                     v = args[0][1]
                     if isinstance(v, SeqVal):
                         return SeqVal(v.items, name)
                 return None
             if api.is_array_function(qn):
-                for a, v in args:
-                    if isinstance(v, RefVal):
-                        self._ref_use("call_arg", a.value, v, node, qn)
-                    elif isinstance(a.value, (cst.List, cst.Tuple)):
-                        # jnp.stack([a_ref, b]): refs listed directly in a sequence argument.
-                        for el in a.value.elements:
-                            ev = self._values.get(id(el.value))
-                            if isinstance(ev, RefVal) and not isinstance(el, cst.StarredElement):
-                                self._ref_use("call_arg", el.value, ev, node, qn)
+                self._array_function_args(node, qn, args)
                 if api.returns_jax_array(qn):
                     return ArrayVal(node)
             return None
-        if kind in api.REF_CONSTRUCTORS:
+        fam = a.family
+        F = api.Family
+        if fam is F.REF_CONSTRUCTOR:
             init_arg = _first_positional_arg(args)
             init_value = init_arg[1] if init_arg else None
             ref = RefVal(key=("new", id(node)), origin="created", node=node, scope=self._func,
-                         kwargs={a.keyword.value: a.value for a, _ in args if a.keyword})
+                         kwargs={arg.keyword.value: arg.value for arg, _ in args if arg.keyword})
             self.creations.append(Creation(node, self._func, ref,
                                            init_arg[0].value if init_arg else None,
-                                           init_value, kind))
+                                           init_value, a.name))
             return ref
-        if kind == "to_refs":
+        if a.result is api.Result.REF_TREE:
             # A pytree (e.g. an NNX module) holding refs: one ref identity for the whole tree.
             return RefVal(key=("new", id(node)), origin="nnx", node=node, scope=self._func)
-        if kind == api.FREEZE:
+        if fam is F.FREEZE:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):
                 ref = target[1]
                 self.freezes.append(Freeze(node, self._func, target[0].value, ref))
                 state.frozen.setdefault(ref.key, node)  # the first freeze ends the ref
             return ArrayVal(node)
-        if kind in (api.REF_GET,):
+        if fam is F.REF_READ:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):
                 self._record_access("get", node, target[0].value, target[1], None, state)
             return ArrayVal(node)
-        if kind in api.REF_WRITERS:
+        if fam is F.REF_WRITE:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):
-                pos = [a for a, _ in args if not a.keyword and not a.star]
+                pos = [arg for arg, _ in args if not arg.keyword and not arg.star]
                 val = pos[2].value if len(pos) > 2 else None
                 if val is None:
-                    for a, _ in args:
-                        if a.keyword and a.keyword.value in ("value", "val", "x"):
-                            val = a.value
-                self._record_access(kind[len("ref_"):], node, target[0].value, target[1], val,
-                                    state)
-            return ArrayVal(node) if kind == api.REF_SWAP else None
-        if kind in api.FUNCTION_TRANSFORMS:
+                    for arg, _ in args:
+                        if arg.keyword and arg.keyword.value in ("value", "val", "x"):
+                            val = arg.value
+                self._record_access(a.name[len("ref_"):], node, target[0].value, target[1],
+                                    val, state)
+            return ArrayVal(node) if a.result is api.Result.ARRAY else None
+        if fam is F.TRANSFORM:
             target = _first_positional(args)
-            kwargs = {a.keyword.value: a.value for a, _ in args if a.keyword}
-            rest = tuple(a.value for a, _ in args[1:] if not a.keyword)
+            kwargs = {arg.keyword.value: arg.value for arg, _ in args if arg.keyword}
+            rest = tuple(arg.value for arg, _ in args[1:] if not arg.keyword)
             if isinstance(target, FuncVal):
-                if kind in (api.JVP, api.VJP, api.LINEARIZE):
-                    return self._call_jvp_like(node, kind, target, args, state)
-                return self._wrap(target, Transform(kind, node, kwargs, rest), node)
-            if target is None and not any(not a.keyword for a, _ in args):
-                return TransformVal(kind, node, kwargs)
+                if a.primals:
+                    return self._call_jvp_like(node, a, target, args, state)
+                return self._wrap(target, Transform(a.name, node, kwargs, rest), node)
+            if target is None and not any(not arg.keyword for arg, _ in args):
+                return TransformVal(a.name, node, kwargs)
             return None
-        if kind == api.PARTIAL:
-            target = _first_positional(args)
-            kwargs = {a.keyword.value: a.value for a, _ in args if a.keyword}
-            extra = tuple(v for a, v in args[1:] if not a.keyword and not a.star)
-            if isinstance(target, QN):
-                tk = api.canonical(target.qualname)
-                if tk in api.FUNCTION_TRANSFORMS:
-                    return TransformVal(tk, node, kwargs,
-                                        tuple(a.value for a, _ in args[1:] if not a.keyword))
-                if tk == api.PALLAS_CALL:
-                    return SpecialVal("pallas_partial", None, node)
-                return None
-            if isinstance(target, TransformVal):
-                merged = dict(target.kwargs)
-                merged.update(kwargs)
-                return TransformVal(target.kind, node, merged, target.args)
+        if fam is F.PARTIAL:
+            return self._call_partial(node, args)
+        if fam is F.CONTROL_FLOW:
+            return self._call_control_flow(node, a, args, state)
+        if fam in (F.KERNEL, F.INLINE):
+            kwargs = {arg.keyword.value: arg.value for arg, _ in args if arg.keyword}
+            positional = [(arg, v) for arg, v in args if not arg.keyword and not arg.star]
+            if a.factory == "always" or (a.factory and not positional):
+                return TransformVal(a.name, node, kwargs,
+                                    tuple(arg.value for arg, _ in positional))
+            target = positional[0][1] if positional else None
             if isinstance(target, FuncVal):
-                if any(a.star for a, _ in args[1:]):
-                    return None
-                kw_values = tuple((a.keyword.value, v) for a, v in args[1:] if a.keyword)
-                return FuncVal(target.info, target.transforms, target.bound_args + extra,
-                               target.bound_kwargs + tuple(kwargs), target.self_value,
-                               target.bound_kw_values + kw_values)
+                return self._apply_api(a, target, node, kwargs, (), state)
             return None
-        if kind in api.CONTROL_FLOW:
-            return self._call_control_flow(node, kind, args, state)
-        if kind == api.PALLAS_CALL:
-            kernel = _first_positional(args)
-            if isinstance(kernel, FuncVal):
-                self._mark_pallas_kernel(kernel, node)
-            return SpecialVal("pallas_call", kernel, node)
-        if kind in (api.RUN_SCOPED, api.EMIT_PIPELINE):
-            body = _first_positional(args)
-            if isinstance(body, FuncVal):
-                self._mark_pallas_kernel(body, node)
-                if kind == api.EMIT_PIPELINE:
-                    return SpecialVal("pipeline", body, node)
-            return None
-        if kind == api.STOP_GRADIENT:
-            for a, v in args:
-                if isinstance(v, RefVal):
-                    self._ref_use("call_arg", a.value, v, node, qn)
+        if fam is F.ARRAY:
+            self._array_function_args(node, qn, args)
             first = _first_positional(args)
+            if a.result is api.Result.PASS_THROUGH:
+                return first
             return ArrayVal(node) if isinstance(first, ArrayVal) else None
         return None
 
-    def _mark_pallas_kernel(self, kernel: FuncVal, node) -> None:
+    def _array_function_args(self, node: cst.Call, qn: str, args: list) -> None:
+        """Refs given to an array function: each is a use as an Array (REF007)."""
+        for arg, v in args:
+            if isinstance(v, RefVal):
+                self._ref_use("call_arg", arg.value, v, node, qn)
+            elif isinstance(arg.value, (cst.List, cst.Tuple)):
+                # jnp.stack([a_ref, b]): refs listed directly in a sequence argument.
+                for el in arg.value.elements:
+                    ev = self._values.get(id(el.value))
+                    if isinstance(ev, RefVal) and not isinstance(el, cst.StarredElement):
+                        self._ref_use("call_arg", el.value, ev, node, qn)
+
+    def _call_partial(self, node: cst.Call, args: list) -> Optional[Value]:
+        target = _first_positional(args)
+        kwargs = {arg.keyword.value: arg.value for arg, _ in args if arg.keyword}
+        extra = tuple(v for arg, v in args[1:] if not arg.keyword and not arg.star)
+        if isinstance(target, QN):
+            t = api.lookup(target.qualname)
+            if t is not None and (t.family is api.Family.TRANSFORM or t.factory):
+                return TransformVal(t.name, node, kwargs,
+                                    tuple(arg.value for arg, _ in args[1:] if not arg.keyword))
+            return None
+        if isinstance(target, TransformVal):
+            merged = dict(target.kwargs)
+            merged.update(kwargs)
+            return TransformVal(target.kind, node, merged, target.args)
+        if isinstance(target, FuncVal):
+            if any(arg.star for arg, _ in args[1:]):
+                return None
+            kw_values = tuple((arg.keyword.value, v) for arg, v in args[1:] if arg.keyword)
+            return FuncVal(target.info, target.transforms, target.bound_args + extra,
+                           target.bound_kwargs + tuple(kwargs), target.self_value,
+                           target.bound_kw_values + kw_values)
+        return None
+
+    def _mark_kernel(self, kernel: FuncVal, node, callee: "api.Callee") -> None:
+        """``kernel`` is a Pallas kernel (or a run_state body): its parameters are refs, but
+        for those bound with functools.partial."""
         info = kernel.info
-        bound = {p.name for p in info.params[:len(kernel.bound_args)]} | set(kernel.bound_kwargs)
-        if self._pallas_kernels.get(id(info)) != bound:
-            self._pallas_kernels[id(info)] = bound
-            self._interprocedural = True
-        self._add_role(kernel.info, "pallas_kernel", node)
+        if callee.refs:
+            bound = {p.name for p in info.params[:len(kernel.bound_args)]} | \
+                set(kernel.bound_kwargs)
+            if self._pallas_kernels.get(id(info)) != bound:
+                self._pallas_kernels[id(info)] = bound
+                self._interprocedural = True
+        self._add_role(info, callee.role, node)
 
     def _call_special(self, node, fv: SpecialVal, args, state) -> Optional[Value]:
         if fv.kind == "defvjp":
@@ -1531,39 +1615,41 @@ class ModuleAnalysis:
                 if isinstance(v, FuncVal):
                     rules[role_name] = v.info
                     v.info.custom_vjp_primal = primal.info
-                    self._add_role(v.info, f"custom_vjp_{role_name}", node)
+                    self._add_role(v.info, api.Role(f"custom_vjp_{role_name}"), node)
             primal.info.custom_vjp = rules
             return None
         if fv.kind == "defjvp":
             rule = _first_positional(args)
             if isinstance(rule, FuncVal):
-                self._add_role(rule.info, "custom_jvp_rule", node)
+                self._add_role(rule.info, api.Role.CUSTOM_JVP_RULE, node)
             return None
-        if fv.kind in ("pallas_call", "pipeline"):
-            # Calling the pallas_call result with operands: the kernel runs on refs.
+        if fv.kind == "launcher":
+            # Calling a kernel launcher (pallas_call(k), emit_pipeline(body), pl.kernel(body),
+            # run_state(f)) with operands: the kernel runs on refs.
             kernel = fv.target
             if isinstance(kernel, FuncVal):
                 self.traced_calls.append(TracedCall(
-                    kind="pallas_call", node=node, func=self._func, targets=[kernel.info],
+                    kind=fv.api_name, node=node, func=self._func, targets=[kernel.info],
                     transforms=(), operands=[(v, a.value) for a, v in args], bindings={}))
             return None
         return None
 
-    def _call_jvp_like(self, node, kind, target: FuncVal, args, state) -> Optional[Value]:
+    def _call_jvp_like(self, node, a: "api.Api", target: FuncVal, args, state):
+        """jvp(f, primals, tangents) / vjp(f, *primals) / linearize(f, *primals): the
+        function is traced with the primals now."""
         rest = args[1:]
-        if kind == api.JVP:
+        wrapped = self._wrap(target, Transform(a.name, node, {}), node)
+        if a.primals == "tuple":
             primals = rest[0][1] if rest else None
             values = list(primals.items) if isinstance(primals, SeqVal) else None
             exprs = None
             if values is not None and isinstance(rest[0][0].value, (cst.Tuple, cst.List)):
                 exprs = [e.value for e in rest[0][0].value.elements]
-            wrapped = self._wrap(target, Transform(kind, node, {}), node)
             if values is not None:
                 self._bind_call(node, wrapped, [(None, v, exprs[i] if exprs else None)
                                                 for i, v in enumerate(values)], {}, "traced")
             return None
-        wrapped = self._wrap(target, Transform(kind, node, {}), node)
-        positional = [(a, v, a.value) for a, v in rest if not a.keyword and not a.star]
+        positional = [(arg, v, arg.value) for arg, v in rest if not arg.keyword and not arg.star]
         self._bind_call(node, wrapped, positional, {}, "traced")
         return None
 
@@ -1587,13 +1673,12 @@ class ModuleAnalysis:
                 bindings={}))
 
     def _result_of(self, fv: FuncVal) -> Optional[Value]:
-        kinds = {t.kind for t in fv.transforms}
-        if kinds & (api.GRAD_TRANSFORMS - {api.VALUE_AND_GRAD}):
-            return None
-        if api.VALUE_AND_GRAD in kinds:
-            return None
-        if kinds & api.MAP_TRANSFORMS:
-            return None
+        """What calling ``fv`` returns: its function's return value, unless a transform makes
+        something else of it (gradients, a batch)."""
+        for t in fv.transforms:
+            if api.API[t.kind].result is not api.Result.FUNCTION or \
+                    t.kind in api.GRAD_TRANSFORMS or t.kind in api.MAP_TRANSFORMS:
+                return None
         return fv.info.return_value
 
     def _bind_call(self, node, fv: FuncVal, positional, keywords, mode: str) -> dict:
@@ -1656,62 +1741,41 @@ class ModuleAnalysis:
         elif id(info) in self._new_returns:
             self._new_returns[id(info)] = None
 
-    def _call_control_flow(self, node, kind, args, state) -> Optional[Value]:
-        pos = [(a, v) for a, v in args if not a.keyword and not a.star]
-        kw = {a.keyword.value: (a, v) for a, v in args if a.keyword}
+    def _call_control_flow(self, node, a: "api.Api", args, state) -> Optional[Value]:
+        """A control-flow call (scan, cond, while_loop ...): each function argument is called
+        now, with the operands its Callee entry says it receives."""
+        pos = [(arg, v) for arg, v in args if not arg.keyword and not arg.star]
+        kw = {arg.keyword.value: (arg, v) for arg, v in args if arg.keyword}
 
-        def arg(i, name):
-            if i < len(pos):
-                return pos[i]
-            return kw.get(name)
+        def given(s: "api.Src") -> list:
+            """[(value, expr)] of the arguments ``s`` names (none when it is absent)."""
+            if s.rest:
+                return [(v, arg.value) for arg, v in pos[s.pos:]]
+            got = pos[s.pos] if s.pos is not None and s.pos < len(pos) else kw.get(s.kw)
+            return [(got[1], got[0].value)] if got is not None else []
 
         calls: list = []  # (FuncVal, [(value, expr)], role)
-        operands: list = []
-        if kind == api.SCAN:
-            f, init, xs = arg(0, "f"), arg(1, "init"), arg(2, "xs")
-            x_val = _slice_of(xs[1]) if xs else None
-            if f and isinstance(f[1], FuncVal):
-                calls.append((f[1], [(init[1] if init else None, init[0].value if init else None),
-                                     (x_val, xs[0].value if xs else None)], api.SCAN))
-            operands = [(x[1], x[0].value) for x in (init, xs) if x]
-        elif kind == api.COND:
-            pred = arg(0, "pred")
-            branches = [arg(1, "true_fun"), arg(2, "false_fun")]
-            ops = pos[3:]
-            for b in branches:
-                if b and isinstance(b[1], FuncVal):
-                    calls.append((b[1], [(v, a.value) for a, v in ops], api.COND))
-            operands = [(v, a.value) for a, v in ops]
-            del pred
-        elif kind == api.SWITCH:
-            branches = arg(1, "branches")
-            ops = pos[2:]
-            if branches and isinstance(branches[1], SeqVal):
-                for b in branches[1].items:
-                    if isinstance(b, FuncVal):
-                        calls.append((b, [(v, a.value) for a, v in ops], api.SWITCH))
-            operands = [(v, a.value) for a, v in ops]
-        elif kind == api.WHILE_LOOP:
-            cond_f, body_f, init = arg(0, "cond_fun"), arg(1, "body_fun"), arg(2, "init_val")
-            iv = [(init[1], init[0].value)] if init else [(None, None)]
-            if cond_f and isinstance(cond_f[1], FuncVal):
-                calls.append((cond_f[1], iv, "while_cond"))
-            if body_f and isinstance(body_f[1], FuncVal):
-                calls.append((body_f[1], iv, "while_body"))
-            operands = [(init[1], init[0].value)] if init else []
-        elif kind == api.FORI_LOOP:
-            body_f, init = arg(2, "body_fun"), arg(3, "init_val")
-            if body_f and isinstance(body_f[1], FuncVal):
-                calls.append((body_f[1], [(None, None),
-                                          (init[1] if init else None,
-                                           init[0].value if init else None)], "fori"))
-            operands = [(init[1], init[0].value)] if init else []
-        elif kind == api.MAP:
-            f, xs = arg(0, "f"), arg(1, "xs")
-            if f and isinstance(f[1], FuncVal):
-                calls.append((f[1], [(_slice_of(xs[1]) if xs else None,
-                                      xs[0].value if xs else None)], api.MAP))
-            operands = [(xs[1], xs[0].value)] if xs else []
+        for c in a.callees:
+            got = pos[c.pos] if c.pos is not None and c.pos < len(pos) else kw.get(c.kw)
+            if got is None:
+                continue
+            if c.sequence:
+                fns = got[1].items if isinstance(got[1], SeqVal) else ()
+            else:
+                fns = (got[1],)
+            values: list = []
+            for s in c.receives:
+                if s is None:
+                    values.append((None, None))
+                    continue
+                found = given(s)
+                if s.sliced:
+                    found = [(_slice_of(v), e) for v, e in found]
+                values.extend(found if (found or s.rest) else [(None, None)])
+            for f in fns:
+                if isinstance(f, FuncVal):
+                    calls.append((f, values, c.role))
+        operands = [item for s in a.operands for item in given(s)]
         targets = []
         all_bindings = {}
         for fv, values, role in calls:
@@ -1723,10 +1787,10 @@ class ModuleAnalysis:
             targets.append(fv.info)
             all_bindings[id(fv.info)] = b
         if calls or operands:
-            self.traced_calls.append(TracedCall(kind=kind, node=node, func=self._func,
+            self.traced_calls.append(TracedCall(kind=a.name, node=node, func=self._func,
                                                 targets=targets, transforms=(),
                                                 operands=operands, bindings=all_bindings))
-        if kind == api.SCAN:
+        if a.result is api.Result.PAIR:
             return SeqVal((None, None))
         return None
 

@@ -1,131 +1,542 @@
-"""The JAX API that reflint knows, by qualified name, across JAX versions.
+"""The registry of JAX, Pallas and Flax semantics that reflint knows, across JAX versions.
 
-Every spelling of an API (``jax.new_ref``, ``jax.ref.new_ref``, ``jax._src.core.new_ref``, the
-pre-0.7.2 ``jax.array_ref`` ...) maps to one canonical name, so rules never spell names.
-The per-version availability comes from ../shared/research/runtime-truth.md, section 2e.
+Every API the analysis, the rules, the pre-filter and the runtime companion know is one
+:class:`Api` entry below: its canonical name, every spelling (``jax.new_ref``,
+``jax.ref.new_ref``, ``jax._src.core.new_ref``, the pre-0.7.2 ``jax.array_ref`` ...), its
+family, what its result is, which of its arguments are functions and how it traces them
+(:class:`Callee`, under a :class:`Role`), which operands it passes them, and the words used in
+messages. The ways a function is traced (:class:`Role`) carry their own properties in
+:data:`ROLES`. Every list that rules, the gate and the runtime use (which transforms map, which
+trace once per call, which APIs give an Array ...) is derived from these two tables; adding an
+API is one entry here, plus fixtures. docs/analysis.md ("The registry") says how.
+
+The per-version availability of names comes from ../shared/research/runtime-truth.md,
+section 2e (and docs/jax-versions.md for 0.11 and later).
 """
 
 from __future__ import annotations
 
-# Canonical API names.
-NEW_REF = "new_ref"
-EMPTY_REF = "empty_ref"
-FREEZE = "freeze"
-REF_TYPE = "Ref"
-REF_GET = "ref_get"
-REF_SET = "ref_set"
-REF_SWAP = "ref_swap"
-REF_ADDUPDATE = "ref_addupdate"
+import enum
+from dataclasses import dataclass, field
+from typing import Optional
 
-JIT = "jit"
-VMAP = "vmap"
-PMAP = "pmap"
-SHARD_MAP = "shard_map"
-GRAD = "grad"
-VALUE_AND_GRAD = "value_and_grad"
-JACREV = "jacrev"
-JACFWD = "jacfwd"
-HESSIAN = "hessian"
-JVP = "jvp"
-VJP = "vjp"
-LINEARIZE = "linearize"
-CHECKPOINT = "checkpoint"
-CUSTOM_VJP = "custom_vjp"
-CUSTOM_JVP = "custom_jvp"
-SCAN = "scan"
-COND = "cond"
-SWITCH = "switch"
-WHILE_LOOP = "while_loop"
-FORI_LOOP = "fori_loop"
-MAP = "map"
-PALLAS_CALL = "pallas_call"
-RUN_SCOPED = "run_scoped"
-EMIT_PIPELINE = "emit_pipeline"
-STOP_GRADIENT = "stop_gradient"
-PARTIAL = "partial"
 
-REF_CONSTRUCTORS = frozenset({NEW_REF, EMPTY_REF})
-REF_WRITERS = frozenset({REF_SET, REF_SWAP, REF_ADDUPDATE})
-MAP_TRANSFORMS = frozenset({VMAP, PMAP, SHARD_MAP})
-GRAD_TRANSFORMS = frozenset({GRAD, VALUE_AND_GRAD, JACREV, JACFWD, HESSIAN, JVP, VJP, LINEARIZE})
-FUNCTION_TRANSFORMS = (
-    frozenset({JIT, CHECKPOINT, CUSTOM_VJP, CUSTOM_JVP}) | MAP_TRANSFORMS | GRAD_TRANSFORMS
-)
-CONTROL_FLOW = frozenset({SCAN, COND, SWITCH, WHILE_LOOP, FORI_LOOP, MAP})
+# --------------------------------------------------------------------------------------------
+# Roles: the ways a function is traced
+# --------------------------------------------------------------------------------------------
 
-_SRC_CORE = ("jax._src.core",)
 
-_TABLE: dict[str, tuple[str, ...]] = {
-    NEW_REF: (
+class Role(str, enum.Enum):
+    """How a function runs under JAX: the transform applied to it, or the part it plays in a
+    control-flow call, a custom derivative or a Pallas kernel. Values are the strings the
+    analysis used before roles were an enum (``Role.WHILE_BODY == "while_body"``)."""
+
+    JIT = "jit"
+    VMAP = "vmap"
+    PMAP = "pmap"
+    SHARD_MAP = "shard_map"
+    GRAD = "grad"
+    VALUE_AND_GRAD = "value_and_grad"
+    JACREV = "jacrev"
+    JACFWD = "jacfwd"
+    HESSIAN = "hessian"
+    JVP = "jvp"
+    VJP = "vjp"
+    LINEARIZE = "linearize"
+    CHECKPOINT = "checkpoint"
+    CUSTOM_VJP = "custom_vjp"
+    CUSTOM_JVP = "custom_jvp"
+    SCAN = "scan"
+    COND = "cond"
+    SWITCH = "switch"
+    WHILE_COND = "while_cond"
+    WHILE_BODY = "while_body"
+    FORI = "fori"
+    MAP = "map"
+    CUSTOM_VJP_FWD = "custom_vjp_fwd"
+    CUSTOM_VJP_BWD = "custom_vjp_bwd"
+    CUSTOM_JVP_RULE = "custom_jvp_rule"
+    PALLAS_KERNEL = "pallas_kernel"
+    STATE_BODY = "state_body"  # run_state: a function of refs, discharged into a pure one
+
+    def __str__(self) -> str:  # messages and sort keys read the plain value
+        return self.value
+
+
+@dataclass(frozen=True)
+class RoleInfo:
+    """What a role means for the rules."""
+
+    word: str  # "a lax.scan body": the function, in messages
+    # Python code runs once per trace, values are tracers (REF012).
+    once_per_trace: bool = False
+    repeats: str = ""  # what a trace-time side effect fails to repeat for ("iteration")
+    # The function's outputs may not hold refs (REF001); a hint appended to the message.
+    no_ref_outputs: bool = False
+    return_hint: str = ""
+    # Freezing a ref created outside this trace fails (REF004): JAX's error, by version
+    # ((first version, text), ... ascending); `freeze_argument_error` for a ref argument.
+    freeze_error: tuple = ()
+    freeze_argument_error: tuple = ()
+    maps: bool = False  # maps its function over a batch axis (REF005)
+    mapped_write_error: tuple = ()  # JAX's error for a write to a shared ref, by version
+    remat: bool = False  # rematerialized (REF006)
+    differentiates: bool = False  # differentiates its function (REF008, REF016)
+    spelled: str = ""  # the public spelling, for messages ("jax.grad")
+
+
+_SCAN_FREEZE = ((None, "JAX fails with an empty `AssertionError`"),)
+_MAP_ERROR_0_10 = "JAX fails with `AttributeError: 'AbstractRef' object has no attribute 'nospec'`"
+
+ROLES: dict = {
+    Role.JIT: RoleInfo(
+        "a jit-compiled function", once_per_trace=True, no_ref_outputs=True,
+        freeze_error=((None, "JAX fails with `KeyError: <number>`"),),
+        freeze_argument_error=(
+            (None, "JAX fails with `IndexError: list index out of range`"),
+            ((0, 10), "JAX fails with `IndexError: list index out of range` (or, when the "
+                      "frozen value is unused, silently does nothing)"))),
+    Role.SCAN: RoleInfo(
+        "a lax.scan body", once_per_trace=True, repeats="iteration", no_ref_outputs=True,
+        return_hint=" (keep refs out of the carry; close over them instead)",
+        freeze_error=_SCAN_FREEZE),
+    Role.FORI: RoleInfo("a lax.fori_loop body", once_per_trace=True, repeats="iteration",
+                        no_ref_outputs=True, freeze_error=_SCAN_FREEZE),
+    Role.MAP: RoleInfo("a lax.map body", once_per_trace=True, repeats="iteration",
+                       no_ref_outputs=True, freeze_error=_SCAN_FREEZE),
+    Role.COND: RoleInfo(
+        "a lax.cond branch", once_per_trace=True, no_ref_outputs=True,
+        freeze_error=((None, "JAX fails with `ValueError: safe_zip() argument 1 has length 0 "
+                             "...`"),)),
+    Role.SWITCH: RoleInfo(
+        "a lax.switch branch", once_per_trace=True, no_ref_outputs=True,
+        freeze_error=((None, "JAX fails with `ValueError: safe_zip() argument 1 has length 0 "
+                             "...`"),)),
+    Role.WHILE_BODY: RoleInfo(
+        "a lax.while_loop body", once_per_trace=True, repeats="iteration", no_ref_outputs=True,
+        freeze_error=((None, "JAX fails with `ValueError: foreach() argument 2 is shorter "
+                             "...`"),)),
+    Role.WHILE_COND: RoleInfo(
+        "a lax.while_loop condition", once_per_trace=True, repeats="iteration",
+        freeze_error=((None, "JAX fails with `ValueError: foreach() argument 2 is shorter "
+                             "...`"),)),
+    Role.CHECKPOINT: RoleInfo(
+        "a checkpointed (remat) function", remat=True,
+        freeze_error=((None, "JAX fails with `StopIteration` under jit"),)),
+    Role.PMAP: RoleInfo(
+        "a pmapped function", once_per_trace=True, maps=True,
+        freeze_error=((None, "JAX fails with an internal error"), ((0, 10), _MAP_ERROR_0_10)),
+        mapped_write_error=(
+            (None, "JAX fails with `ValueError: Cannot lower jaxpr with effects`"),
+            ((0, 8), "JAX accepts it without error on one device, and with several devices "
+                     "the writes of all but one device can be lost"),
+            ((0, 10), _MAP_ERROR_0_10))),
+    Role.SHARD_MAP: RoleInfo(
+        "a shard_map function", once_per_trace=True, maps=True,
+        freeze_error=((None, "JAX fails with an internal error"), ((0, 10), _MAP_ERROR_0_10)),
+        mapped_write_error=(
+            (None, "JAX accepts it on a 1-device mesh and fails with `_RepError` on more "
+                   "devices (eager shard_map: an empty `AssertionError`)"),
+            ((0, 10), _MAP_ERROR_0_10 + " (eager shard_map: an empty `AssertionError`)"))),
+    Role.VMAP: RoleInfo(
+        "a vmapped function", once_per_trace=True, repeats="batch element", maps=True,
+        mapped_write_error=(
+            (None, "JAX fails with `Exception: performing a set/swap operation with vmapped "
+                   "value ...` for a per-element value, and silently writes an "
+                   "element-independent value once, not once per element"),
+            ((0, 8), "JAX fails with `Exception: performing a set/swap operation with vmapped "
+                     "value on an unbatched array reference`"))),
+    Role.GRAD: RoleInfo("a differentiated function", differentiates=True, spelled="jax.grad"),
+    Role.VALUE_AND_GRAD: RoleInfo("a differentiated function", differentiates=True,
+                                  spelled="jax.value_and_grad"),
+    Role.JACREV: RoleInfo("a differentiated function", differentiates=True,
+                          spelled="jax.jacrev"),
+    Role.JACFWD: RoleInfo("a differentiated function", differentiates=True,
+                          spelled="jax.jacfwd"),
+    Role.HESSIAN: RoleInfo("a differentiated function", differentiates=True,
+                           spelled="jax.hessian"),
+    Role.JVP: RoleInfo("a differentiated function", differentiates=True, spelled="jax.jvp"),
+    Role.VJP: RoleInfo("a differentiated function", differentiates=True, spelled="jax.vjp"),
+    Role.LINEARIZE: RoleInfo("a differentiated function", differentiates=True,
+                             spelled="jax.linearize"),
+    Role.CUSTOM_VJP: RoleInfo("a custom_vjp function", no_ref_outputs=True),
+    Role.CUSTOM_JVP: RoleInfo("a custom_jvp function"),
+    Role.CUSTOM_VJP_FWD: RoleInfo("a custom_vjp fwd rule"),
+    Role.CUSTOM_VJP_BWD: RoleInfo("a custom_vjp bwd rule"),
+    Role.CUSTOM_JVP_RULE: RoleInfo("a custom_jvp rule"),
+    Role.PALLAS_KERNEL: RoleInfo("a Pallas kernel", once_per_trace=True, repeats="grid step"),
+    Role.STATE_BODY: RoleInfo("a run_state body", once_per_trace=True),
+}
+
+# The roles in the order messages prefer them when a function has several.
+ROLE_ORDER = (Role.JIT, Role.SCAN, Role.FORI, Role.MAP, Role.COND, Role.SWITCH,
+              Role.WHILE_BODY, Role.WHILE_COND, Role.CHECKPOINT, Role.VMAP, Role.PMAP,
+              Role.SHARD_MAP, Role.CUSTOM_VJP)
+
+
+def role_info(kind) -> RoleInfo:
+    """The properties of a role (a Role, its string, or an API name whose functions it
+    traces: ``"while_loop"`` reads as the body)."""
+    try:
+        return ROLES[Role(kind)]
+    except ValueError:
+        a = API.get(kind)
+        if a is not None and a.word:
+            return RoleInfo(a.word)
+        return RoleInfo(f"a function traced by {kind}")
+
+
+def roles_where(prop: str) -> frozenset:
+    """Every role whose RoleInfo has ``prop`` set."""
+    return frozenset(r for r, info in ROLES.items() if getattr(info, prop))
+
+
+def by_version(table: tuple, version: tuple) -> str:
+    """The text of a ``((first version, text), ...)`` table at ``version``."""
+    out = ""
+    for first, text in table:
+        if first is None or version >= first:
+            out = text
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# APIs
+# --------------------------------------------------------------------------------------------
+
+
+class Family(enum.Enum):
+    REF_CONSTRUCTOR = "ref constructor"
+    REF_TYPE = "Ref type"
+    REF_READ = "ref read"
+    REF_WRITE = "ref write"
+    FREEZE = "freeze"
+    TRANSFORM = "function transform"  # f -> f' (jit, vmap, grad, checkpoint, custom_vjp ...)
+    CONTROL_FLOW = "control flow"  # calls its functions now (scan, cond, while_loop ...)
+    KERNEL = "Pallas kernel entry point"  # its functions take refs
+    INLINE = "inline body"  # runs its function where it stands (pl.when, pl.loop)
+    PARTIAL = "partial application"
+    NNX = "Flax NNX"
+    ARRAY = "array function"  # an array function with meaning for the analysis
+
+
+class Result(enum.Enum):
+    UNKNOWN = "unknown"
+    NONE = "nothing"
+    ARRAY = "an Array"
+    REF = "a Ref"
+    REF_TREE = "a pytree holding refs"  # nnx.to_refs(module)
+    FUNCTION = "a transformed function"
+    LAUNCHER = "a callable that runs the kernel on its operands"
+    PAIR = "a pair"  # scan: (carry, ys)
+    PASS_THROUGH = "its operands"  # optimization_barrier
+
+
+@dataclass(frozen=True)
+class Src:
+    """Where an operand of a call comes from: the positional argument ``pos`` or the keyword
+    ``kw``; ``rest``: every positional argument from ``pos`` on; ``sliced``: the callee gets
+    slices of it (scan's ``xs``)."""
+
+    pos: Optional[int] = None
+    kw: Optional[str] = None
+    rest: bool = False
+    sliced: bool = False
+
+
+@dataclass(frozen=True)
+class Callee:
+    """A function argument of an API call, and how the API calls it.
+
+    ``receives``: what it is passed, parameter by parameter (a Src, or None for a value the
+    analysis does not model, like fori_loop's index). ``sequence``: the argument is a sequence
+    of functions (switch's branches). ``refs``: every parameter it has is a Ref (Pallas
+    kernels) unless bound by ``functools.partial``."""
+
+    pos: Optional[int]
+    kw: Optional[str]
+    role: Optional[Role]
+    receives: tuple = ()
+    sequence: bool = False
+    refs: bool = False
+
+
+@dataclass(frozen=True)
+class Api:
+    """One API. See the module docstring."""
+
+    name: str
+    spellings: tuple
+    family: Family
+    result: Result = Result.UNKNOWN
+    role: Optional[Role] = None  # TRANSFORM: the role its function gets
+    callees: tuple = ()  # CONTROL_FLOW / KERNEL / INLINE: its function arguments
+    operands: tuple = ()  # Src of the traced operands (aliasing checks)
+    # Called with configuration only (no function), it returns a decorator: `@pl.kernel(...)`,
+    # `@pl.core_map(mesh)`. "kwargs": when no positional argument is given; "always": the
+    # positional arguments are configuration too.
+    factory: str = ""
+    checks_aliasing: bool = False  # one ref passed twice is an error (REF002)
+    checks_closure: bool = False  # a ref closed over and passed is an error (REF003)
+    argnums: bool = False  # differentiates the arguments given by argnums (default 0)
+    primals: str = ""  # jvp/vjp/linearize: "tuple" (jvp(f, primals, ...)) or "varargs"
+    donation: tuple = ()  # keywords that donate arguments (REF014)
+    static: tuple = ()  # keywords that mark arguments static
+    in_axes: Optional[Src] = None  # where a map's in_axes is given
+    word: str = ""  # the function it traces, in messages ("a lax.while_loop body")
+    call_word: str = ""  # the call, in messages ("lax.scan")
+    runtime: str = ""  # how reflint.runtime wraps it: "jit", "map", "remat", "grad", "call"
+    ref_source: bool = False  # a value the analysis can see as a Ref comes from it
+    accepts_refs_since: Optional[tuple] = None  # an array function that takes refs since
+
+
+def _lax(name: str) -> tuple:
+    return tuple(f"{m}.{name}" for m in (
+        "jax.lax", "jax._src.lax.control_flow", "jax._src.lax.control_flow.loops",
+        "jax._src.lax.control_flow.conditionals"))
+
+
+def _src(mod: str, name: str) -> tuple:
+    return (f"jax.{name}", f"jax._src.{mod}.{name}")
+
+
+_GRAD_LIKE = dict(family=Family.TRANSFORM, result=Result.FUNCTION, argnums=True,
+                  runtime="grad")
+_REST3 = Src(3, rest=True)
+
+APIS: tuple = (
+    # -- refs ---------------------------------------------------------------------------------
+    Api("new_ref", (
         "jax.new_ref", "jax.ref.new_ref", "jax._src.core.new_ref", "jax._src.ref.new_ref",
         # Pre-0.7.2 and deprecated spellings.
         "jax.array_ref", "jax.ref.array_ref", "jax.experimental.mutable_array",
-        "jax._src.core.mutable_array", "jax._src.core.array_ref",
-    ),
-    EMPTY_REF: ("jax.empty_ref", "jax.ref.empty_ref", "jax._src.core.empty_ref"),
-    FREEZE: ("jax.freeze", "jax.ref.freeze", "jax._src.core.freeze", "jax._src.ref.freeze"),
-    REF_TYPE: (
+        "jax._src.core.mutable_array", "jax._src.core.array_ref"),
+        Family.REF_CONSTRUCTOR, Result.REF, ref_source=True),
+    Api("empty_ref", ("jax.empty_ref", "jax.ref.empty_ref", "jax._src.core.empty_ref"),
+        Family.REF_CONSTRUCTOR, Result.REF, ref_source=True),
+    Api("Ref", (
         "jax.Ref", "jax.ref.Ref", "jax._src.core.Ref", "jax.ArrayRef", "jax.ref.ArrayRef",
         "jax.experimental.MutableArray", "jax._src.core.MutableArray", "jax._src.core.ArrayRef",
-        "jax.ref.AbstractRef", "jax._src.state.types.AbstractRef",
-    ),
-    REF_GET: ("jax.ref.get", "jax._src.ref.get", "jax._src.state.primitives.ref_get"),
-    REF_SET: ("jax.ref.set", "jax._src.ref.set", "jax._src.state.primitives.ref_set"),
-    REF_SWAP: ("jax.ref.swap", "jax._src.ref.swap", "jax._src.state.primitives.ref_swap"),
-    REF_ADDUPDATE: (
-        "jax.ref.addupdate", "jax._src.ref.addupdate", "jax._src.state.primitives.ref_addupdate",
-    ),
-    JIT: ("jax.jit", "jax.pjit", "jax.experimental.pjit.pjit", "jax._src.api.jit",
-          "jax._src.pjit.pjit"),
-    VMAP: ("jax.vmap", "jax._src.api.vmap"),
-    PMAP: ("jax.pmap", "jax._src.api.pmap"),
-    SHARD_MAP: ("jax.shard_map", "jax.experimental.shard_map.shard_map",
-                "jax._src.shard_map.shard_map"),
-    GRAD: ("jax.grad", "jax._src.api.grad"),
-    VALUE_AND_GRAD: ("jax.value_and_grad", "jax._src.api.value_and_grad"),
-    JACREV: ("jax.jacrev", "jax.jacobian", "jax._src.api.jacrev"),
-    JACFWD: ("jax.jacfwd", "jax._src.api.jacfwd"),
-    HESSIAN: ("jax.hessian", "jax._src.api.hessian"),
-    JVP: ("jax.jvp", "jax._src.api.jvp"),
-    VJP: ("jax.vjp", "jax._src.api.vjp"),
-    LINEARIZE: ("jax.linearize", "jax._src.api.linearize"),
-    CHECKPOINT: ("jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint",
-                 "jax.ad_checkpoint.remat", "jax._src.ad_checkpoint.checkpoint",
-                 "jax._src.ad_checkpoint.remat"),
-    CUSTOM_VJP: ("jax.custom_vjp", "jax._src.custom_derivatives.custom_vjp"),
-    CUSTOM_JVP: ("jax.custom_jvp", "jax._src.custom_derivatives.custom_jvp"),
-    PALLAS_CALL: ("jax.experimental.pallas.pallas_call", "jax._src.pallas.pallas_call.pallas_call"),
-    RUN_SCOPED: ("jax.experimental.pallas.run_scoped", "jax._src.pallas.primitives.run_scoped"),
-    EMIT_PIPELINE: ("jax.experimental.pallas.tpu.emit_pipeline",
-                    "jax._src.pallas.mosaic.pipeline.emit_pipeline"),
-    STOP_GRADIENT: ("jax.lax.stop_gradient", "jax._src.lax.lax.stop_gradient"),
-    PARTIAL: ("functools.partial",),
-    # Flax NNX: a module/state whose arrays were turned into refs.
-    "to_refs": ("flax.nnx.to_refs", "flax.nnx.variablelib.to_refs", "flax.nnx.graphlib.to_refs"),
-}
-
-_LAX_MODULES = (
-    "jax.lax", "jax._src.lax.control_flow", "jax._src.lax.control_flow.loops",
-    "jax._src.lax.control_flow.conditionals",
+        "jax.ref.AbstractRef", "jax._src.state.types.AbstractRef"),
+        Family.REF_TYPE, ref_source=True),
+    Api("freeze", ("jax.freeze", "jax.ref.freeze", "jax._src.core.freeze", "jax._src.ref.freeze"),
+        Family.FREEZE, Result.ARRAY),
+    Api("ref_get", ("jax.ref.get", "jax._src.ref.get", "jax._src.state.primitives.ref_get"),
+        Family.REF_READ, Result.ARRAY),
+    Api("ref_set", ("jax.ref.set", "jax._src.ref.set", "jax._src.state.primitives.ref_set"),
+        Family.REF_WRITE, Result.NONE),
+    Api("ref_swap", ("jax.ref.swap", "jax._src.ref.swap", "jax._src.state.primitives.ref_swap"),
+        Family.REF_WRITE, Result.ARRAY),
+    Api("ref_addupdate", ("jax.ref.addupdate", "jax._src.ref.addupdate",
+                          "jax._src.state.primitives.ref_addupdate"),
+        Family.REF_WRITE, Result.NONE),
+    # -- function transforms --------------------------------------------------------------------
+    Api("jit", ("jax.jit", "jax.pjit", "jax.experimental.pjit.pjit", "jax._src.api.jit",
+                "jax._src.pjit.pjit"),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.JIT, checks_aliasing=True,
+        checks_closure=True, donation=("donate_argnums", "donate_argnames"),
+        static=("static_argnums", "static_argnames"), word="a jit-compiled function",
+        call_word="a jit-compiled function", runtime="jit"),
+    Api("vmap", _src("api", "vmap"), Family.TRANSFORM, Result.FUNCTION, role=Role.VMAP,
+        checks_aliasing=True, in_axes=Src(1, "in_axes"), word="a vmapped function",
+        call_word="a vmapped function", runtime="map"),
+    Api("pmap", _src("api", "pmap"), Family.TRANSFORM, Result.FUNCTION, role=Role.PMAP,
+        checks_aliasing=True, checks_closure=True, static=("static_broadcasted_argnums",),
+        word="a pmapped function", call_word="a pmapped function", runtime="map"),
+    Api("shard_map", ("jax.shard_map", "jax.experimental.shard_map.shard_map",
+                      "jax._src.shard_map.shard_map"),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.SHARD_MAP, word="a shard_map function",
+        runtime="map"),
+    Api("grad", _src("api", "grad"), role=Role.GRAD, **_GRAD_LIKE),
+    Api("value_and_grad", _src("api", "value_and_grad"), role=Role.VALUE_AND_GRAD,
+        **_GRAD_LIKE),
+    Api("jacrev", ("jax.jacrev", "jax.jacobian", "jax._src.api.jacrev"), role=Role.JACREV,
+        **_GRAD_LIKE),
+    Api("jacfwd", _src("api", "jacfwd"), role=Role.JACFWD, **_GRAD_LIKE),
+    Api("hessian", _src("api", "hessian"), role=Role.HESSIAN, **_GRAD_LIKE),
+    Api("jvp", _src("api", "jvp"), Family.TRANSFORM, Result.UNKNOWN, role=Role.JVP,
+        primals="tuple", runtime="call"),
+    Api("vjp", _src("api", "vjp"), Family.TRANSFORM, Result.UNKNOWN, role=Role.VJP,
+        primals="varargs", runtime="call"),
+    Api("linearize", _src("api", "linearize"), Family.TRANSFORM, Result.UNKNOWN,
+        role=Role.LINEARIZE, primals="varargs", runtime="call"),
+    Api("checkpoint", ("jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint",
+                       "jax.ad_checkpoint.remat", "jax._src.ad_checkpoint.checkpoint",
+                       "jax._src.ad_checkpoint.remat"),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.CHECKPOINT,
+        word="a checkpointed (remat) function", runtime="remat"),
+    Api("custom_vjp", ("jax.custom_vjp", "jax._src.custom_derivatives.custom_vjp"),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.CUSTOM_VJP, checks_aliasing=True,
+        checks_closure=True, word="a custom_vjp function", call_word="a custom_vjp function"),
+    Api("custom_jvp", ("jax.custom_jvp", "jax._src.custom_derivatives.custom_jvp"),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.CUSTOM_JVP, word="a custom_jvp function"),
+    # -- control flow ---------------------------------------------------------------------------
+    Api("scan", _lax("scan"), Family.CONTROL_FLOW, Result.PAIR,
+        callees=(Callee(0, "f", Role.SCAN, (Src(1, "init"), Src(2, "xs", sliced=True))),),
+        operands=(Src(1, "init"), Src(2, "xs")), checks_aliasing=True, checks_closure=True,
+        word="a lax.scan body", call_word="lax.scan"),
+    Api("cond", _lax("cond"), Family.CONTROL_FLOW,
+        callees=(Callee(1, "true_fun", Role.COND, (_REST3,)),
+                 Callee(2, "false_fun", Role.COND, (_REST3,))),
+        operands=(_REST3,), checks_aliasing=True, checks_closure=True,
+        word="a lax.cond branch", call_word="lax.cond"),
+    Api("switch", _lax("switch"), Family.CONTROL_FLOW,
+        callees=(Callee(1, "branches", Role.SWITCH, (Src(2, rest=True),), sequence=True),),
+        operands=(Src(2, rest=True),), checks_aliasing=True, checks_closure=True,
+        word="a lax.switch branch", call_word="lax.switch"),
+    Api("while_loop", _lax("while_loop"), Family.CONTROL_FLOW,
+        callees=(Callee(0, "cond_fun", Role.WHILE_COND, (Src(2, "init_val"),)),
+                 Callee(1, "body_fun", Role.WHILE_BODY, (Src(2, "init_val"),))),
+        operands=(Src(2, "init_val"),), checks_aliasing=True, checks_closure=True,
+        word="a lax.while_loop body", call_word="lax.while_loop"),
+    Api("fori_loop", _lax("fori_loop"), Family.CONTROL_FLOW,
+        callees=(Callee(2, "body_fun", Role.FORI, (None, Src(3, "init_val"))),),
+        operands=(Src(3, "init_val"),), checks_aliasing=True, checks_closure=True,
+        word="a lax.fori_loop body", call_word="lax.fori_loop"),
+    Api("map", _lax("map"), Family.CONTROL_FLOW,
+        callees=(Callee(0, "f", Role.MAP, (Src(1, "xs", sliced=True),)),),
+        operands=(Src(1, "xs"),), checks_closure=True, word="a lax.map body",
+        call_word="lax.map"),
+    # -- Pallas -----------------------------------------------------------------------------------
+    Api("pallas_call", ("jax.experimental.pallas.pallas_call",
+                        "jax._src.pallas.pallas_call.pallas_call"),
+        Family.KERNEL, Result.LAUNCHER,
+        callees=(Callee(0, "kernel", Role.PALLAS_KERNEL, refs=True),), factory="kwargs",
+        word="a Pallas kernel", ref_source=True),
+    Api("kernel", ("jax.experimental.pallas.kernel", "jax._src.pallas.helpers.kernel",
+                   "jax.experimental.pallas.mosaic_gpu.kernel",
+                   "jax._src.pallas.mosaic_gpu.core.kernel"),
+        Family.KERNEL, Result.LAUNCHER,
+        callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True),), factory="kwargs",
+        word="a Pallas kernel", ref_source=True),
+    Api("run_scoped", ("jax.experimental.pallas.run_scoped",
+                       "jax._src.pallas.primitives.run_scoped"),
+        Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, refs=True),),
+        word="a Pallas kernel", ref_source=True),
+    Api("emit_pipeline", ("jax.experimental.pallas.tpu.emit_pipeline",
+                          "jax._src.pallas.mosaic.pipeline.emit_pipeline",
+                          "jax.experimental.pallas.tpu.emit_pipeline_with_allocations",
+                          "jax._src.pallas.mosaic.pipeline.emit_pipeline_with_allocations",
+                          "jax.experimental.pallas.mosaic_gpu.emit_pipeline",
+                          "jax._src.pallas.mosaic_gpu.pipeline.emit_pipeline",
+                          "jax.experimental.pallas.mosaic_gpu.emit_pipeline_warp_specialized",
+                          "jax._src.pallas.mosaic_gpu.pipeline.emit_pipeline_warp_specialized"),
+        Family.KERNEL, Result.LAUNCHER,
+        callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True),), factory="kwargs",
+        word="a Pallas pipeline body", ref_source=True),
+    Api("core_map", ("jax.experimental.pallas.core_map", "jax._src.pallas.core.core_map"),
+        Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL),), factory="always",
+        word="a Pallas core_map body", ref_source=True),
+    Api("run_state", ("jax.experimental.pallas.run_state", "jax._src.state.discharge.run_state",
+                      "jax._src.state.discharge.run_state_reference"),
+        Family.KERNEL, Result.LAUNCHER,
+        callees=(Callee(0, "f", Role.STATE_BODY, refs=True),),
+        word="a run_state body", ref_source=True),
+    Api("when", ("jax.experimental.pallas.when", "jax._src.pallas.helpers.when",
+                 "jax._src.pallas.primitives.when"),
+        Family.INLINE, callees=(Callee(0, "f", None),), factory="always"),
+    Api("loop", ("jax.experimental.pallas.loop", "jax._src.pallas.helpers.loop"),
+        Family.INLINE, callees=(Callee(0, "f", None, (None,)),), factory="always"),
+    # -- other ----------------------------------------------------------------------------------
+    Api("stop_gradient", ("jax.lax.stop_gradient", "jax._src.lax.lax.stop_gradient"),
+        Family.ARRAY, Result.ARRAY),
+    Api("optimization_barrier", ("jax.lax.optimization_barrier",
+                                 "jax._src.ad_checkpoint.optimization_barrier"),
+        Family.ARRAY, Result.PASS_THROUGH, accepts_refs_since=(0, 12, 0)),
+    Api("partial", ("functools.partial",), Family.PARTIAL),
+    # Flax NNX: a module/state whose arrays were turned into refs (the seed's API).
+    Api("to_refs", ("flax.nnx.to_refs", "flax.nnx.variablelib.to_refs",
+                    "flax.nnx.graphlib.to_refs"),
+        Family.NNX, Result.REF_TREE, ref_source=True),
 )
-for _name in (SCAN, COND, SWITCH, WHILE_LOOP, FORI_LOOP, MAP):
-    _TABLE[_name] = tuple(f"{m}.{_name}" for m in _LAX_MODULES)
 
-CANONICAL: dict[str, str] = {qn: canon for canon, names in _TABLE.items() for qn in names}
+API: dict = {a.name: a for a in APIS}
+CANONICAL: dict = {qn: a.name for a in APIS for qn in a.spellings}
 
+
+def lookup(qualname: Optional[str]) -> Optional[Api]:
+    """The registry entry for a qualified name, or None."""
+    if qualname is None:
+        return None
+    name = CANONICAL.get(qualname)
+    return API[name] if name is not None else None
+
+
+def canonical(qualname: Optional[str]) -> Optional[str]:
+    """The canonical API name for a qualified name, or None if reflint does not know it."""
+    if qualname is None:
+        return None
+    return CANONICAL.get(qualname)
+
+
+def names_where(pred) -> frozenset:
+    """The canonical names of the APIs for which ``pred(api)`` holds."""
+    return frozenset(a.name for a in APIS if pred(a))
+
+
+def family(*families: Family) -> frozenset:
+    return names_where(lambda a: a.family in families)
+
+
+# Canonical names, for the analysis and the rules (each is an entry above).
+NEW_REF, EMPTY_REF, FREEZE, REF_TYPE = "new_ref", "empty_ref", "freeze", "Ref"
+REF_GET, REF_SET, REF_SWAP, REF_ADDUPDATE = "ref_get", "ref_set", "ref_swap", "ref_addupdate"
+JIT, VMAP, PMAP, SHARD_MAP = "jit", "vmap", "pmap", "shard_map"
+GRAD, VALUE_AND_GRAD, JACREV, JACFWD, HESSIAN = "grad", "value_and_grad", "jacrev", "jacfwd", \
+    "hessian"
+JVP, VJP, LINEARIZE, CHECKPOINT = "jvp", "vjp", "linearize", "checkpoint"
+CUSTOM_VJP, CUSTOM_JVP = "custom_vjp", "custom_jvp"
+SCAN, COND, SWITCH, WHILE_LOOP, FORI_LOOP, MAP = "scan", "cond", "switch", "while_loop", \
+    "fori_loop", "map"
+PALLAS_CALL, RUN_SCOPED, EMIT_PIPELINE = "pallas_call", "run_scoped", "emit_pipeline"
+STOP_GRADIENT, PARTIAL, TO_REFS = "stop_gradient", "partial", "to_refs"
+
+# Derived tables.
+REF_CONSTRUCTORS = family(Family.REF_CONSTRUCTOR)
+REF_WRITERS = family(Family.REF_WRITE)
+FUNCTION_TRANSFORMS = family(Family.TRANSFORM)
+CONTROL_FLOW = family(Family.CONTROL_FLOW)
+KERNEL_APIS = family(Family.KERNEL)
+CALLING_APIS = family(Family.TRANSFORM, Family.CONTROL_FLOW, Family.KERNEL, Family.INLINE,
+                      Family.PARTIAL)
+# APIs the analysis applies to a function given as a decorator (or through partial).
+DECORATOR_APIS = family(Family.TRANSFORM, Family.KERNEL, Family.INLINE)
+MAP_TRANSFORMS = names_where(lambda a: a.role is not None and ROLES[a.role].maps)
+GRAD_TRANSFORMS = names_where(lambda a: a.role is not None and ROLES[a.role].differentiates)
+# APIs whose result the analysis takes for an Array.
+ARRAY_RESULT_APIS = names_where(lambda a: a.result is Result.ARRAY)
+# APIs that trace a function once per call (the Python code of the function runs once).
+ONCE_PER_TRACE_APIS = names_where(
+    lambda a: (a.role is not None and ROLES[a.role].once_per_trace) or
+    any(c.role is not None and ROLES[c.role].once_per_trace for c in a.callees))
 # The APIs through which the analysis can produce a Ref value (constructors, the Ref type in
-# annotations, the APIs whose kernels receive refs). A file that spells none of their names
+# annotations, the APIs whose functions receive refs). A file that spells none of their names
 # cannot hold a ref; the rules' pre-filter (reflint.rule.REF_TRIGGERS) is derived from them.
-# When the analysis learns a new source of refs, add its canonical name here.
-REF_SOURCES = frozenset({NEW_REF, EMPTY_REF, REF_TYPE, PALLAS_CALL, RUN_SCOPED, EMIT_PIPELINE,
-                         "to_refs"})
+REF_SOURCES = names_where(lambda a: a.ref_source)
+
+
+def callee_roles(api_name: str) -> tuple:
+    """The roles an API gives the functions it calls (its own for a transform)."""
+    a = API[api_name]
+    if a.role is not None:
+        return (a.role,)
+    return tuple(c.role for c in a.callees if c.role is not None)
+
+
+def spelled_names(names) -> list:
+    """The last component of every spelling of the APIs ``names``: a use of one of them
+    spells it in the text (an attribute, an imported name or an annotation string)."""
+    return sorted({qn.rsplit(".", 1)[-1] for qn, canon in CANONICAL.items() if canon in names})
 
 
 def ref_source_names() -> list:
-    """The last component of every spelling of a REF_SOURCES API (any use of the API names it
-    in the text: an attribute, an imported name or an annotation string)."""
-    return sorted({qn.rsplit(".", 1)[-1] for qn, canon in CANONICAL.items()
-                   if canon in REF_SOURCES})
+    """The words of REF_SOURCES: a file without any cannot hold a ref the analysis sees."""
+    return spelled_names(REF_SOURCES)
+
+
+def trigger_words(names) -> str:
+    """A pre-filter regex matching any of the words of the APIs ``names``."""
+    return r"\b(?:" + "|".join(spelled_names(names)) + r")\b"
 
 
 def availability_names() -> list:
@@ -134,6 +545,10 @@ def availability_names() -> list:
     return sorted({q.rsplit(".", 1)[-1] for q in AVAILABILITY} |
                   {name for name, _ in KWARG_AVAILABILITY})
 
+
+# --------------------------------------------------------------------------------------------
+# Array functions
+# --------------------------------------------------------------------------------------------
 
 # Modules whose functions compute on Arrays: passing an unread Ref to them is REF007.
 ARRAY_FUNCTION_MODULES = ("jax.numpy.", "jax.lax.", "numpy.", "jax.nn.", "jax.scipy.",
@@ -159,6 +574,21 @@ ARRAY_METADATA_FUNCTIONS = frozenset({
     "shape", "dtype", "iinfo", "finfo", "result_type", "promote_types", "broadcast_shapes",
     "initializers", "key_data", "split_key",
 })
+# Functions of the array modules that return a Python list/tuple of arrays, not an Array
+# (item assignment on their result is fine; an element of it is an Array).
+SEQUENCE_RESULT_FUNCTIONS = frozenset({
+    "meshgrid", "split", "array_split", "hsplit", "vsplit", "dsplit", "broadcast_arrays",
+    "unstack", "nonzero", "where", "histogram", "histogram2d", "histogramdd", "unravel_index",
+    "indices", "diag_indices", "tril_indices", "triu_indices", "mask_indices", "shape",
+    "tril_indices_from", "triu_indices_from", "diag_indices_from", "ix_", "divmod", "frexp",
+    "modf", "unique", "unique_all", "unique_counts", "unique_inverse", "eigh", "eig", "svd",
+    "qr", "slogdet", "lu", "lu_factor", "polyfit", "sort_key_val", "top_k", "approx_max_k",
+    "approx_min_k", "scan", "while_loop", "fori_loop", "cond", "switch", "map",
+    "associative_scan", "reduce", "sort", "all_gather", "psum", "pmean", "pmax", "pmin",
+    "ppermute", "optimization_barrier", "broadcast_shapes", "dtype", "iinfo", "finfo",
+    "result_type", "promote_types", "linear_solve", "custom_root", "custom_linear_solve",
+    "key_data", "split_key", "initializers",
+})
 # Modules whose functions return JAX Arrays (for REF013 and for "is this an Array").
 JAX_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
 
@@ -179,19 +609,31 @@ ARRAY_ONLY_ATTRIBUTES = frozenset({
 # Inside Pallas kernels these return ref views (TransformedRef) and are idiomatic.
 PALLAS_REF_VIEW_ATTRIBUTES = frozenset({"reshape", "T", "transpose", "bitcast", "at"})
 
+# Array functions whose result carries no derivative, whatever their arguments (REF008).
+NO_TANGENT_FUNCTIONS = frozenset({
+    "shape", "ndim", "size", "dtype", "result_type", "zeros_like", "ones_like", "empty_like",
+    "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero", "searchsorted",
+    "isnan", "isinf", "isfinite", "isclose", "allclose", "array_equal", "sign", "floor_divide",
+    "issubdtype", "iinfo", "finfo", "eye", "arange", "zeros", "ones", "empty", "full",
+    "broadcast_shapes", "bincount", "digitize", "logical_and", "logical_or", "logical_not",
+    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "stop_gradient",
+})
+
+
 BUILTINS_NEEDING_ARRAY = frozenset({"float", "int", "complex", "abs", "round"})
 
 
-def canonical(qualname: str | None) -> str | None:
-    """The canonical API name for a qualified name, or None if reflint does not know it."""
-    if qualname is None:
-        return None
-    return CANONICAL.get(qualname)
+def accepts_refs(qualname: str, version: tuple) -> bool:
+    """An array function that takes refs at ``version`` (optimization_barrier on 0.12)."""
+    a = lookup(qualname)
+    return a is not None and a.accepts_refs_since is not None and \
+        version >= a.accepts_refs_since
 
 
 def is_array_function(qualname: str) -> bool:
     """True for functions of jax.numpy / jax.lax / numpy that compute on array values."""
-    if canonical(qualname) in CONTROL_FLOW:
+    a = lookup(qualname)
+    if a is not None and a.family is not Family.ARRAY:
         return False
     for mod in ARRAY_FUNCTION_MODULES:
         if qualname.startswith(mod):

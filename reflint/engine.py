@@ -9,7 +9,6 @@ import ast
 import io
 import re
 import sys
-import threading
 import tokenize
 from dataclasses import dataclass
 from typing import Optional
@@ -257,27 +256,15 @@ def is_candidate(source: str, settings: Settings) -> bool:
     return bool(prefilter(settings).search(source))
 
 
-def _no_validation(self) -> None:
-    pass
-
-
 def parse_module(source: str) -> cst.Module:
     """``libcst.parse_module``, without libcst's per-node validation.
 
     Every node libcst builds runs ``_validate()`` from ``CSTNode.__post_init__``. The parser only
     builds nodes for source it accepted, so the checks cannot fail there, yet they take about a
     quarter of the parse time (mostly a regex per whitespace node). They are switched off for
-    the duration of the parse, in the main thread only (other threads may be building their own
-    nodes); the tree is the same (a test compares them)."""
-    base = cst.CSTNode
-    original = base.__dict__.get("__post_init__")
-    if original is None or threading.current_thread() is not threading.main_thread():
+    this thread only (``fasttree.unvalidated``); the tree is the same (a test compares them)."""
+    with fasttree.unvalidated():
         return cst.parse_module(source)
-    base.__post_init__ = _no_validation  # type: ignore[method-assign]
-    try:
-        return cst.parse_module(source)
-    finally:
-        base.__post_init__ = original  # type: ignore[method-assign]
 
 
 def parse_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
@@ -429,10 +416,7 @@ def check_module(module: cst.Module, path: str, settings: Settings,
         rules = [r for r in rules if verdict.may_fire(r.code)]
     if not rules:
         return []
-    analysis = ModuleAnalysis(module, path)
-    analysis.settings = settings
-    analysis.source = source if source is not None else module.code
-    analysis.gate_verdict = verdict
+    analysis = ModuleAnalysis(module, path, settings, source, verdict)
     out = []
     seen = set()
     try:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+import threading
+from contextlib import contextmanager
 from typing import Optional
 
 import libcst as cst
@@ -86,8 +88,44 @@ class _Nodes:
 N = _Nodes()
 
 
-def _no_validation(self) -> None:
-    pass
+_VALIDATION = threading.local()
+
+
+def _install_validation_switch() -> None:
+    """Make libcst's per-node validation (``CSTNode.__post_init__``) switchable per thread.
+
+    The only place reflint touches libcst's classes: once, the hook is wrapped so that a thread
+    inside :func:`unvalidated` skips it; every other thread (a flake8 worker, a language
+    server's request) validates as libcst does."""
+    base = cst.CSTNode
+    original = base.__dict__.get("__post_init__")
+    if original is None or getattr(original, "_reflint_switch", False):
+        return
+
+    def __post_init__(self) -> None:
+        if not getattr(_VALIDATION, "off", False):
+            original(self)
+
+    __post_init__._reflint_switch = True  # type: ignore[attr-defined]
+    base.__post_init__ = __post_init__  # type: ignore[method-assign]
+
+
+_install_lock = threading.Lock()
+
+
+@contextmanager
+def unvalidated():
+    """libcst nodes built in this block, by this thread, skip ``_validate()``: for trees of
+    source that a parser already accepted, where the checks cannot fail (a quarter to a third
+    of the cost of building the tree)."""
+    with _install_lock:
+        _install_validation_switch()
+    was = getattr(_VALIDATION, "off", False)
+    _VALIDATION.off = True
+    try:
+        yield
+    finally:
+        _VALIDATION.off = was
 
 
 def convert(source: str, tree: Optional[ast.Module] = None) -> cst.Module:
@@ -95,19 +133,11 @@ def convert(source: str, tree: Optional[ast.Module] = None) -> cst.Module:
     ``source``, parsed here if not given). Raises ``Unsupported`` (or the parser's error)."""
     if tree is None:
         tree = ast.parse(source)
-    base = cst.CSTNode
-    original = base.__dict__.get("__post_init__")
-    # As in engine.parse_module: the nodes are built from a tree CPython accepted, so libcst's
-    # per-node validation cannot fail and is skipped (about a third of the cost).
-    if original is not None:
-        base.__post_init__ = _no_validation  # type: ignore[method-assign]
     try:
-        return _Builder(source).module(tree)
+        with unvalidated():
+            return _Builder(source).module(tree)
     except RecursionError as e:
         raise Unsupported("nesting too deep") from e
-    finally:
-        if original is not None:
-            base.__post_init__ = original  # type: ignore[method-assign]
 
 
 class _Builder:

@@ -52,15 +52,17 @@ from typing import Optional
 
 from . import api
 
-_PALLAS = frozenset({api.PALLAS_CALL, api.RUN_SCOPED, api.EMIT_PIPELINE})
+# Every table below is the registry's (reflint.api), as the analysis reads it.
 # APIs under which Python code runs once per trace: rules/traced_state_leak.py's LEAK_KINDS.
-LEAK_APIS = frozenset({api.JIT, api.PMAP, api.SHARD_MAP, api.VMAP, api.SCAN, api.WHILE_LOOP,
-                       api.FORI_LOOP, api.COND, api.SWITCH, api.MAP}) | _PALLAS
+LEAK_APIS = api.ONCE_PER_TRACE_APIS
 # Canonical APIs whose result may be an Array (besides the modules of api.JAX_ARRAY_MODULES;
 # a control-flow call's result never is one to the analysis).
-_ARRAY_APIS = frozenset({api.REF_GET, api.REF_SWAP, api.STOP_GRADIENT})
+_ARRAY_APIS = api.ARRAY_RESULT_APIS
 # APIs that call the functions passed to them (call-site bindings of those functions).
-_CALLING_APIS = api.FUNCTION_TRANSFORMS | api.CONTROL_FLOW | _PALLAS | {api.PARTIAL}
+_CALLING_APIS = api.CALLING_APIS
+# APIs that, as a bare decorator, keep the function reachable (the analysis binds the name to
+# a transformed function or a kernel launcher, or runs the body).
+_DECORATOR_APIS = api.DECORATOR_APIS
 _CONTAINER_CALLS = frozenset(q.rsplit(".", 1)[1] for q in api.CONTAINER_CONSTRUCTORS)
 _PASS_THROUGH_CALLS = frozenset({"tuple", "list"})  # builtins returning their argument's items
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
@@ -946,7 +948,7 @@ class _FunctionValues:
                             dead = True
                     else:
                         leak = leak or not values.isdisjoint(LEAK_APIS)
-                        dead = dead or any(v not in api.FUNCTION_TRANSFORMS for v in values)
+                        dead = dead or any(v not in _DECORATOR_APIS for v in values)
                 self.decorators[id(f)] = (local, leak, dead)
 
     def dead(self, f: _Scope) -> bool:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Pre-filter triggers for rules that need a Ref value: the name of any API that produces one
 # (see api.REF_SOURCES), as a whole word.
-REF_TRIGGERS = r"\b(?:" + "|".join(api.ref_source_names()) + r")\b"
+REF_TRIGGERS = api.trigger_words(api.REF_SOURCES)
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Known limits",
                 "JAX versions", "Runtime message")

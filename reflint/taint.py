@@ -36,14 +36,7 @@ EMPTY: frozenset = frozenset()
 MAX_DEPTH = 8
 
 # Functions whose result carries no derivative, whatever their arguments.
-_NO_TANGENT_FUNCTIONS = frozenset({
-    "shape", "ndim", "size", "dtype", "result_type", "zeros_like", "ones_like", "empty_like",
-    "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero", "searchsorted",
-    "isnan", "isinf", "isfinite", "isclose", "allclose", "array_equal", "sign", "floor_divide",
-    "issubdtype", "iinfo", "finfo", "eye", "arange", "zeros", "ones", "empty", "full",
-    "broadcast_shapes", "bincount", "digitize", "logical_and", "logical_or", "logical_not",
-    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "stop_gradient",
-})
+_NO_TANGENT_FUNCTIONS = api.NO_TANGENT_FUNCTIONS
 _NO_TANGENT_BUILTINS = frozenset({
     "len", "isinstance", "type", "hasattr", "id", "callable", "range", "print", "repr", "str",
     "bool", "issubclass", "enumerate_len",
@@ -81,11 +74,7 @@ class Differentiation:
 
 def differentiation(analysis) -> Differentiation:
     """The module's differentiated functions and the dependent writes into outside refs."""
-    cached = getattr(analysis, "_differentiation", None)
-    if cached is None:
-        cached = _Walker(analysis).run()
-        analysis._differentiation = cached
-    return cached
+    return analysis.cached("differentiation", lambda: _Walker(analysis).run())
 
 
 def differentiated_params(analysis, info) -> Optional[tuple]:
@@ -125,11 +114,12 @@ def _role_params(analysis, info, role) -> Optional[set]:
             call = None  # a transform applied through a variable: argnums is in the Transform
     params = [p for p in info.params if p.kind in ("pos", "posonly")][bound:]
     params = [p for p in params if p.name not in bound_kw]
-    if role.kind in (api.JVP, api.VJP, api.LINEARIZE):
+    primals = api.API[role.kind].primals if role.kind in api.API else ""
+    if primals:
         count = None
         if call is not None and fn_arg is not None:
             rest = [a for a in call.args if a.keyword is None][1:]
-            if role.kind == api.JVP:
+            if primals == "tuple":
                 if rest and isinstance(rest[0].value, (cst.Tuple, cst.List)):
                     els = rest[0].value.elements
                     if not any(isinstance(e, cst.StarredElement) for e in els):
@@ -576,6 +566,7 @@ class _Walker:
         if isinstance(fv, QN):
             qn = fv.qualname
             kind = api.canonical(qn)
+            fam = api.API[kind].family if kind is not None else None
             pos = [i for i, a in enumerate(node.args) if a.keyword is None and not a.star]
             if kind == api.STOP_GRADIENT:
                 return EMPTY
@@ -583,7 +574,7 @@ class _Walker:
                 if pos and arg_taints[pos[0]]:
                     self.tainted_refs[("new", id(node))] = arg_taints[pos[0]]
                 return EMPTY
-            if kind in (api.FREEZE, api.REF_GET):
+            if fam in (api.Family.FREEZE, api.Family.REF_READ):
                 return self._read(self.a.ref_of(node.args[pos[0]].value)) if pos else EMPTY
             if kind in api.REF_WRITERS:
                 for acc in self.writes_by_node.get(id(node), ()):

@@ -59,7 +59,7 @@ class DictVal(Value):
 class Transform:
     """One application of a JAX transform to a function."""
 
-    kind: str  # canonical transform name (api.JIT, api.VMAP, ...)
+    kind: str  # the transform's canonical name in the registry (reflint.api)
     node: "cst.CSTNode"  # the decorator expression or the call
     kwargs: dict  # keyword name -> cst expression
     args: tuple = ()  # extra positional cst expressions (e.g. vmap's in_axes)
@@ -109,6 +109,7 @@ class SpecialVal(Value):
     kind: str
     target: Any = None
     node: Any = None
+    api_name: str = ""  # the registry API it comes from (a kernel launcher's)
 
 
 def iter_refs(value: Optional[Value], path: str = "") -> Iterator[tuple[RefVal, str]]:

@@ -13,32 +13,9 @@ from reflint.diagnostics import SAFE, Edit, Fix
 # Ref annotation, NNX's to_refs, a Pallas kernel): the pre-filter trigger of every ref rule.
 REF_EVIDENCE = REF_TRIGGERS
 
-ROLE_WORDS = {
-    api.JIT: "a jit-compiled function",
-    api.SCAN: "a lax.scan body",
-    api.COND: "a lax.cond branch",
-    api.SWITCH: "a lax.switch branch",
-    "while_body": "a lax.while_loop body",
-    "while_cond": "a lax.while_loop condition",
-    "fori": "a lax.fori_loop body",
-    api.FORI_LOOP: "a lax.fori_loop body",
-    api.WHILE_LOOP: "a lax.while_loop body",
-    api.MAP: "a lax.map body",
-    api.CUSTOM_VJP: "a custom_vjp function",
-    api.CUSTOM_JVP: "a custom_jvp function",
-    api.VMAP: "a vmapped function",
-    api.PMAP: "a pmapped function",
-    api.SHARD_MAP: "a shard_map function",
-    api.CHECKPOINT: "a checkpointed (remat) function",
-    "custom_vjp_fwd": "a custom_vjp fwd rule",
-    "custom_vjp_bwd": "a custom_vjp bwd rule",
-    "pallas_kernel": "a Pallas kernel",
-    "pallas_call": "a Pallas kernel",
-}
-
-
-def role_word(kind: str) -> str:
-    return ROLE_WORDS.get(kind, f"a function traced by {kind}")
+def role_word(kind) -> str:
+    """The function a role (or an API name) traces, in messages: "a lax.scan body"."""
+    return api.role_info(kind).word
 
 
 def ref_name(analysis, expr, ref) -> str:
@@ -110,15 +87,14 @@ def module_spelling(analysis, qualname: str, func=None):
 
 def parents_of(analysis) -> dict:
     """id(node) -> parent node for the whole module (computed once per analysis)."""
-    cached = getattr(analysis, "_parents_map", None)
-    if cached is not None:
-        return cached
-    parents: dict = {}
-    stack = [analysis.module]
-    while stack:
-        node = stack.pop()
-        for child in child_nodes(node):
-            parents[id(child)] = node
-            stack.append(child)
-    analysis._parents_map = parents
-    return parents
+    def build() -> dict:
+        parents: dict = {}
+        stack = [analysis.module]
+        while stack:
+            node = stack.pop()
+            for child in child_nodes(node):
+                parents[id(child)] = node
+                stack.append(child)
+        return parents
+
+    return analysis.cached("parents", build)

@@ -7,20 +7,6 @@ from reflint.diagnostics import SAFE, UNSAFE, Edit, Fix
 from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal, QN
 
-# jax functions that return Python lists/tuples of arrays (item assignment on a list is fine).
-_NOT_ARRAYS = frozenset({
-    "meshgrid", "split", "array_split", "hsplit", "vsplit", "dsplit", "broadcast_arrays",
-    "unstack", "nonzero", "where", "histogram", "histogram2d", "histogramdd", "unravel_index",
-    "indices", "diag_indices", "tril_indices", "triu_indices", "mask_indices", "shape",
-    "tril_indices_from", "triu_indices_from", "diag_indices_from", "ix_", "divmod", "frexp",
-    "modf", "unique", "unique_all", "unique_counts", "unique_inverse", "eigh", "eig", "svd",
-    "qr", "slogdet", "lu", "lu_factor", "polyfit", "sort_key_val", "top_k", "approx_max_k",
-    "approx_min_k", "scan", "while_loop", "fori_loop", "cond", "switch", "map",
-    "associative_scan", "reduce", "sort", "all_gather", "psum", "pmean", "pmax", "pmin",
-    "ppermute", "optimization_barrier", "broadcast_shapes", "dtype", "iinfo", "finfo",
-    "result_type", "promote_types", "linear_solve", "custom_root", "custom_linear_solve",
-    "key_data", "split_key", "initializers",
-})
 # Augmented operators with a direct .at[] method.
 _AT_METHOD = {cst.AddAssign: "add", cst.MultiplyAssign: "multiply", cst.DivideAssign: "divide",
               cst.PowerAssign: "power", cst.SubtractAssign: "add"}
@@ -94,7 +80,8 @@ class ArrayItemAssignment(Rule):
                 r"\]")
 
     def check(self, analysis):
-        for stmt, base, value_expr, func, target in analysis.item_writes:
+        for w in analysis.item_writes:
+            stmt, base, func, target = w.stmt, w.base, w.func, w.target
             why = _array_reason(analysis, base, target.value, func)
             if why is None:
                 continue
@@ -137,7 +124,6 @@ def _array_reason(analysis, base, expr, func):
     return None
 
 
-_ARRAY_APIS = frozenset({api.FREEZE, api.REF_GET, api.REF_SWAP, api.STOP_GRADIENT})
 
 
 def _qn_short(analysis, call):
@@ -146,7 +132,7 @@ def _qn_short(analysis, call):
         return None
     canon = api.canonical(fv.qualname)
     if canon is not None:
-        return fv.qualname if canon in _ARRAY_APIS else None
+        return fv.qualname if canon in api.ARRAY_RESULT_APIS else None
     return fv.qualname
 
 
@@ -162,7 +148,7 @@ def _true_array(analysis, node, depth, element=False) -> bool:
         short = qn.rsplit(".", 1)[-1]
         if short in _META:
             return False
-        if short in _NOT_ARRAYS or ".linalg." in qn:
+        if short in api.SEQUENCE_RESULT_FUNCTIONS or ".linalg." in qn:
             return element
         return True
     if isinstance(node, cst.Subscript):

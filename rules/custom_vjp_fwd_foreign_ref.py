@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
@@ -82,7 +83,7 @@ class CustomVjpFwdForeignRef(Rule):
         old = analysis.settings.target_jax_version < (0, 7, 2)
         for fact in analysis.returns:
             fwd = fact.func
-            if "custom_vjp_fwd" not in fwd.role_kinds() or fact.expr is None:
+            if api.Role.CUSTOM_VJP_FWD not in fwd.role_kinds() or fact.expr is None:
                 continue
             for ref, path in iter_refs(fact.value):
                 where = _foreign(ref, fwd)

@@ -9,13 +9,6 @@ from reflint.taint import differentiation
 
 from ._common import REF_EVIDENCE, module_spelling, ref_name
 
-TRANSFORM_WORDS = {
-    api.GRAD: "jax.grad", api.VALUE_AND_GRAD: "jax.value_and_grad", api.JACREV: "jax.jacrev",
-    api.JACFWD: "jax.jacfwd", api.HESSIAN: "jax.hessian", api.JVP: "jax.jvp",
-    api.VJP: "jax.vjp", api.LINEARIZE: "jax.linearize",
-}
-
-
 class DifferentiatedValueWrittenToRef(Rule):
     """A value that depends on differentiated inputs is written into a ref JAX does not differentiate.
 
@@ -101,7 +94,7 @@ class DifferentiatedValueWrittenToRef(Rule):
             else:
                 value = f"`{value}`"
             inputs = ", ".join(f"`{n}`" for n in sorted(w.inputs))
-            transform = TRANSFORM_WORDS.get(w.transform, w.transform)
+            transform = api.role_info(w.transform).spelled or str(w.transform)
             if value == inputs and acc.func is w.root:
                 head = f"{value}, differentiated by {transform} (in {w.root.name}), is written"
             else:

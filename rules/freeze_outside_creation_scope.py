@@ -5,12 +5,10 @@ from reflint.rule import Finding, Rule
 
 from ._common import REF_EVIDENCE, ref_name, role_word
 
-# Traces across which freezing an outer ref fails (measured). vmap, grad and an eager
-# custom_vjp accept it, so they are not reported.
-STAGING = frozenset({api.JIT, api.PMAP, api.SHARD_MAP, api.CHECKPOINT, api.SCAN, api.COND,
-                     api.SWITCH, "while_cond", "while_body", "fori", api.MAP})
-_ORDER = (api.JIT, api.SCAN, "fori", api.MAP, api.COND, api.SWITCH, "while_body", "while_cond",
-          api.CHECKPOINT, api.PMAP, api.SHARD_MAP)
+# Traces across which freezing an outer ref fails (measured; the registry's freeze_error).
+# vmap, grad and an eager custom_vjp accept it, so they are not reported.
+STAGING = api.roles_where("freeze_error")
+_ORDER = tuple(r for r in api.ROLE_ORDER if r in STAGING)
 
 
 class FreezeOutsideCreationScope(Rule):
@@ -121,7 +119,7 @@ class FreezeOutsideCreationScope(Rule):
         name = ref_name(analysis, fr.ref_expr, fr.ref)
         own = scope.role_kinds() & STAGING
         kind = next((k for k in _ORDER if k in own), None) or \
-            next((k for k in _ORDER if k in kinds), api.JIT)
+            next((k for k in _ORDER if k in kinds), api.Role.JIT)
         where = f"{scope.name} ({role_word(kind)})"
         status, root = origins[0]
         if status == "argument":
@@ -131,25 +129,10 @@ class FreezeOutsideCreationScope(Rule):
         else:
             what = "a ref it closes over"
         v = analysis.settings.target_jax_version
-        if kind == api.JIT and status == "argument":
-            runtime = "JAX fails with `IndexError: list index out of range`"
-            if v >= (0, 10):
-                runtime += " (or, when the frozen value is unused, silently does nothing)"
-        elif kind == api.JIT:
-            runtime = "JAX fails with `KeyError: <number>`"
-        elif kind in (api.SCAN, "fori", api.MAP):
-            runtime = "JAX fails with an empty `AssertionError`"
-        elif kind in (api.COND, api.SWITCH):
-            runtime = "JAX fails with `ValueError: safe_zip() argument 1 has length 0 ...`"
-        elif kind in ("while_body", "while_cond"):
-            runtime = "JAX fails with `ValueError: foreach() argument 2 is shorter ...`"
-        elif kind == api.CHECKPOINT:
-            runtime = "JAX fails with `StopIteration` under jit"
-        elif kind in (api.PMAP, api.SHARD_MAP) and v >= (0, 10):
-            runtime = "JAX fails with `AttributeError: 'AbstractRef' object has no attribute " \
-                "'nospec'`"
-        else:
-            runtime = "JAX fails with an internal error"
+        info = api.role_info(kind)
+        table = info.freeze_argument_error if status == "argument" and \
+            info.freeze_argument_error else info.freeze_error
+        runtime = api.by_version(table, v) or "JAX fails with an internal error"
         call = analysis.module.code_for_node(fr.node.func).strip()
         return (f"{call}({name}) in {where} freezes {what}, but a ref can only be frozen "
                 f"in the scope that created it; {runtime}. Read it with {name}[...] here and "

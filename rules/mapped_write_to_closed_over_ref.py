@@ -8,7 +8,7 @@ from reflint.values import FuncVal
 
 from ._common import REF_EVIDENCE, ref_name, role_word
 
-_MAP_ORDER = (api.VMAP, api.PMAP, api.SHARD_MAP)
+_MAP_ORDER = tuple(r for r in api.ROLE_ORDER if api.role_info(r).maps)
 
 
 class MappedWriteToClosedOverRef(Rule):
@@ -130,7 +130,7 @@ class MappedWriteToClosedOverRef(Rule):
         kind = next(k for k in _MAP_ORDER if k in kinds)
         where = f"{m.name} ({role_word(kind)})"
         if unmapped:
-            kind = api.VMAP
+            kind = api.Role.VMAP
             where = f"{m.name} ({role_word(kind)})"
             src = "a ref argument passed with in_axes=None"
         elif partial:
@@ -141,30 +141,11 @@ class MappedWriteToClosedOverRef(Rule):
             owner = root.scope.name if root.scope is not None else "an enclosing function"
             src = f"a ref parameter of {owner}"
         v = analysis.settings.target_jax_version
-        if kind == api.VMAP:
-            if v >= (0, 8):
-                runtime = ("JAX fails with `Exception: performing a set/swap operation with "
-                           "vmapped value on an unbatched array reference`")
-            else:
-                runtime = ("JAX fails with `Exception: performing a set/swap operation with "
-                           "vmapped value ...` for a per-element value, and silently writes an "
-                           "element-independent value once, not once per element")
+        runtime = api.by_version(api.role_info(kind).mapped_write_error, v)
+        if kind == api.Role.VMAP:
             fix = "pass the ref as a mapped argument, or return the values and write them " \
                 "after the vmap"
         else:
-            if v >= (0, 10):
-                runtime = ("JAX fails with `AttributeError: 'AbstractRef' object has no "
-                           "attribute 'nospec'`")
-            elif kind == api.PMAP and v >= (0, 8):
-                runtime = ("JAX accepts it without error on one device, and with several "
-                           "devices the writes of all but one device can be lost")
-            elif kind == api.PMAP:
-                runtime = "JAX fails with `ValueError: Cannot lower jaxpr with effects`"
-            else:
-                runtime = ("JAX accepts it on a 1-device mesh and fails with `_RepError` on "
-                           "more devices")
-            if kind == api.SHARD_MAP:
-                runtime += " (eager shard_map: an empty `AssertionError`)"
             fix = "return the values and write them after the map"
         shared = "unmapped" if unmapped else "closed-over"
         if unmapped:
@@ -183,7 +164,7 @@ def _partial_bound(analysis, m, roots) -> bool:
     positional = [p.name for p in m.params if p.kind in ("pos", "posonly")]
     bound: set = set()
     for role in m.roles.values():
-        if role.kind not in api.MAP_TRANSFORMS or role.transform is None:
+        if not api.role_info(role.kind).maps or role.transform is None:
             continue
         node = role.transform.node
         if not isinstance(node, cst.Call) or not node.args:
@@ -214,7 +195,7 @@ def _unmapped(analysis, m, roots) -> bool:
         index = positional.index(key[2])
         if not any(_axis_is_none(analysis, role.transform, index)
                    for role in m.roles.values()
-                   if role.kind == api.VMAP and role.transform is not None):
+                   if role.kind == api.Role.VMAP and role.transform is not None):
             return False
     return True
 
@@ -225,9 +206,10 @@ def _axis_is_none(analysis, transform, index) -> bool:
         target = analysis.value_of(node.args[0].value)
         if isinstance(target, FuncVal) and (target.bound_args or target.bound_kwargs):
             return False  # functools.partial shifts the positions
-    axes = transform.kwargs.get("in_axes")
-    if axes is None and transform.args:
-        axes = transform.args[0]
+    where = api.API[transform.kind].in_axes
+    axes = transform.kwargs.get(where.kw)
+    if axes is None and len(transform.args) >= where.pos:
+        axes = transform.args[where.pos - 1]  # args: the positionals after the function
     if axes is None:
         return False  # default in_axes=0
     if isinstance(axes, cst.Name):

@@ -7,8 +7,6 @@ from reflint.diagnostics import SAFE, UNSAFE, Edit, Fix
 from reflint.rule import REF_TRIGGERS, Finding, Rule
 from reflint.values import FuncVal, RefVal
 
-_KEYWORDS = ("donate_argnums", "donate_argnames")
-
 
 class RedundantDonation(Rule):
     """`donate_argnums` / `donate_argnames` names a parameter that receives a Ref.
@@ -89,8 +87,7 @@ class RedundantDonation(Rule):
         for info in analysis.all_functions():
             for role in info.roles.values():
                 t = role.transform
-                if role.kind != api.JIT or t is None or \
-                        not any(k in t.kwargs for k in _KEYWORDS):
+                if t is None or not any(k in t.kwargs for k in api.API[t.kind].donation):
                     continue
                 offset = _offset(analysis, info, role)
                 if offset is None:
@@ -98,7 +95,7 @@ class RedundantDonation(Rule):
                 calls = [c for c in analysis.traced_calls
                          if any(x is t for x in c.transforms) and id(info) in c.bindings]
                 pos_params = [p for p in info.params if p.kind in ("pos", "posonly")]
-                for kw in _KEYWORDS:
+                for kw in api.API[t.kind].donation:
                     if kw not in t.kwargs:
                         continue
                     value = t.kwargs[kw]

@@ -6,8 +6,8 @@ from reflint.values import iter_refs
 
 from ._common import REF_EVIDENCE, role_word, where_from
 
-CALL_KINDS = (api.JIT, api.PMAP, api.CUSTOM_VJP, api.SCAN, api.COND, api.SWITCH,
-              api.WHILE_LOOP, api.FORI_LOOP, api.MAP)
+# The calls that reject a ref both closed over and passed.
+CALL_KINDS = api.names_where(lambda a: a.checks_closure)
 
 
 class RefClosedOverAndPassed(Rule):
@@ -87,7 +87,7 @@ class RefClosedOverAndPassed(Rule):
             found = _aliased(call, passed)
             if found is not None:
                 target, name, ref, bound = found
-                what = role_word(kinds[-1] if kinds[-1] != api.WHILE_LOOP else "while_body")
+                what = role_word(kinds[-1])
                 if bound:
                     msg = (f"{target.name} ({what}) gets {name} bound with functools.partial "
                            f"and is also passed it as an argument{where_from(analysis, ref)}; "

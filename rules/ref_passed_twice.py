@@ -6,12 +6,8 @@ from reflint.values import iter_refs
 
 from ._common import REF_EVIDENCE, where_from
 
-CALL_KINDS = {
-    api.JIT: "a jit-compiled function", api.VMAP: "a vmapped function",
-    api.PMAP: "a pmapped function", api.CUSTOM_VJP: "a custom_vjp function",
-    api.SCAN: "lax.scan", api.COND: "lax.cond", api.SWITCH: "lax.switch",
-    api.WHILE_LOOP: "lax.while_loop", api.FORI_LOOP: "lax.fori_loop",
-}
+# The calls that reject aliased refs, and their words in messages.
+CALL_KINDS = {a.name: a.call_word for a in api.APIS if a.checks_aliasing}
 
 
 class RefPassedTwice(Rule):

@@ -6,9 +6,8 @@ from reflint.values import iter_refs
 
 from ._common import REF_EVIDENCE, role_word, where_from
 
-# Roles whose outputs may not contain refs.
-RETURN_ROLES = (api.JIT, api.SCAN, api.COND, api.SWITCH, "while_body", "fori", api.MAP,
-                api.CUSTOM_VJP)
+# Roles whose outputs may not contain refs, in the order messages prefer them.
+RETURN_ROLES = tuple(r for r in api.ROLE_ORDER if api.role_info(r).no_ref_outputs)
 
 
 class RefReturned(Rule):
@@ -96,8 +95,7 @@ class RefReturned(Rule):
             msg = (f"{subject} is returned from {role_word(role)}{inside}"
                    f"{where_from(analysis, ref)}; refs cannot be returned from traced functions "
                    f"— {advice}")
-            if role == api.SCAN:
-                msg += " (keep refs out of the carry; close over them instead)"
+            msg += api.role_info(role).return_hint
             if old:
                 msg += ". JAX 0.7.1 does not raise: the caller silently gets an Array snapshot"
             yield Finding(fact.expr, msg, related_node=ref.node if ref.origin == "created"

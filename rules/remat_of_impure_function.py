@@ -92,7 +92,7 @@ class RematOfImpureFunction(Rule):
         if not writes:
             return
         for info in analysis.traced_functions():
-            roles = [r for r in info.roles.values() if r.kind == api.CHECKPOINT]
+            roles = [r for r in info.roles.values() if api.role_info(r.kind).remat]
             if not roles:
                 continue
             extent = analysis.trace_extent(info)

@@ -11,8 +11,7 @@ from ._common import role_word
 
 # Trace kinds under which Python code runs once per trace (not per call, iteration or element)
 # and under which values are tracers. Plain grad/custom_vjp/checkpoint re-trace on every call.
-LEAK_KINDS = (api.JIT, api.PMAP, api.SHARD_MAP, api.VMAP, api.SCAN, "while_body", "while_cond",
-              "fori", api.COND, api.SWITCH, api.MAP, "pallas_kernel")
+LEAK_KINDS = tuple(r for r in api.Role if api.role_info(r).once_per_trace)
 STORE_METHODS = api.STORE_METHODS
 
 
@@ -109,11 +108,12 @@ class TracedStateLeak(Rule):
     # An API tracing once per call, and a store method, a subscript (an item target need not
     # be followed by `=` in the text: `d[k], y = ...`) or a class (attributes are reported
     # only on instances of local classes and on `self`).
-    triggers = (r"jit|vmap|pmap|shard_map|lax|pallas",
+    triggers = (api.trigger_words(api.ONCE_PER_TRACE_APIS),
                 r"\b(?:append|extend|insert|update|add|appendleft|extendleft)\b|\]|\bclass\b")
 
     def check(self, analysis):
-        for stmt, base, value_expr, func, target in analysis.item_writes:
+        for w in analysis.item_writes:
+            stmt, base, value_expr, func, target = w.stmt, w.base, w.value_expr, w.func, w.target
             kind = _leak_kind(analysis, func)
             if kind is None or not isinstance(target.value, cst.Name):
                 continue
@@ -125,7 +125,8 @@ class TracedStateLeak(Rule):
             op = _op(stmt)
             yield Finding(target, f"`{name}[...] {op}` writes into the {where} Python container "
                           f"`{name}` inside {_where(kind, func)}" + _tail(name, func, kind))
-        for stmt, base, attr, value, func in analysis.attribute_writes:
+        for aw in analysis.attribute_writes:
+            stmt, base, attr, value, func = aw.stmt, aw.base, aw.attr, aw.value, aw.func
             kind = _leak_kind(analysis, func)
             if kind is None:
                 continue
@@ -156,7 +157,8 @@ class TracedStateLeak(Rule):
                               f"if the value is traced. Hold this state in a Ref: "
                               f"`{obj}.{attr} = jax.new_ref(...)` outside and "
                               f"`{obj}.{attr}[...] {_op(stmt)}` here")
-        for call, recv, method, func in analysis.mutating_calls:
+        for mc in analysis.mutating_calls:
+            call, recv, method, func = mc.call, mc.receiver, mc.method, mc.func
             if method not in STORE_METHODS:
                 continue
             kind = _leak_kind(analysis, func)
@@ -175,13 +177,8 @@ class TracedStateLeak(Rule):
                           + _tail(name, func, kind))
 
 
-_EVERY = {api.SCAN: "iteration", "while_body": "iteration", "while_cond": "iteration",
-          "fori": "iteration", api.MAP: "iteration", api.VMAP: "batch element",
-          "pallas_kernel": "grid step"}
-
-
 def _every(kind) -> str:
-    return _EVERY.get(kind, "call")
+    return api.role_info(kind).repeats or "call"
 
 
 def _tail(name, func, kind) -> str:
@@ -253,7 +250,7 @@ def _outer_container_scope(analysis, name, func):
 def _is_memo(analysis, func, name) -> bool:
     """The function tests membership in the container (`if key not in cache:`) or reads it
     with `.get`: a trace-time memo cache, kept on purpose (as JAX's own code does)."""
-    cache = analysis.__dict__.setdefault("_memo_names", {})
+    cache = analysis.cached("memo names", dict)
     names = cache.get(id(func.node))
     if names is None:
         names = cache[id(func.node)] = _memo_names(func.node)

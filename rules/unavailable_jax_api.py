@@ -79,9 +79,9 @@ class UnavailableJaxApi(Rule):
         parents = None
         # Cheap first: the walk below runs only if a name missing at `version` is in the text
         # and the gate (reflint.gate), when it ran, saw such a name used.
-        gate = getattr(analysis, "gate_verdict", None)
+        gate = analysis.gate_verdict
         if (gate is None or gate.unavailable) and \
-                _problem_names(version).search(getattr(analysis, "source", None) or ""):
+                _problem_names(version).search(analysis.source or ""):
             parents = parents_of(analysis)
             for node, qualname in _names(analysis, parents):
                 status, where = api.availability(qualname, version)

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 import jax
 import numpy as np
 
+from reflint import api as static_api
 from reflint.runtime import _api
 from reflint.runtime.errors import (
     FreezeOutsideCreationScope,
@@ -526,20 +527,12 @@ def install() -> None:
         if _installed > 1:
             return
         p = _PATCHER
-        jref = _api.jref
-        for mod in (jax, jref):
-            for name in ("new_ref", "array_ref"):
-                if mod is not None and name in mod.__dict__:
-                    p.set(mod, name, new_ref)
-            if mod is not None and "empty_ref" in mod.__dict__:
-                p.set(mod, "empty_ref", empty_ref)
-            if mod is not None and "freeze" in mod.__dict__:
-                p.set(mod, "freeze", freeze)
-        if jref is not None:
-            p.set(jref, "get", get)
-            p.set(jref, "swap", swap)
-            p.set(jref, "set", ref_set)
-            p.set(jref, "addupdate", addupdate)
+        # The ref primitives, at every public spelling the registry knows.
+        checked = {"new_ref": new_ref, "empty_ref": empty_ref, "freeze": freeze,
+                   "ref_get": get, "ref_set": ref_set, "ref_swap": swap,
+                   "ref_addupdate": addupdate}
+        for mod, name, a in _public_spellings(lambda a: a.name in checked):
+            p.set(mod, name, checked[a.name])
 
         # indexing syntax (top level and traced) goes through AbstractRef._getitem & co.
         ar = _api.AbstractRef
@@ -567,28 +560,43 @@ def install() -> None:
         p.set(jax.lax, "stop_gradient", _guard_tree(jax.lax.stop_gradient,
                                                     "jax.lax.stop_gradient"))
 
-        p.set(jax, "jit", _make_jit(jax.jit))
-        p.set(jax, "vmap", _make_transform(jax.vmap, "vmap", "maps"))
-        if "pmap" in jax.__dict__:
-            p.set(jax, "pmap", _make_transform(jax.pmap, "pmap", "maps"))
-        if "shard_map" in jax.__dict__:
-            p.set(jax, "shard_map", _make_transform(jax.shard_map, "shard_map", "maps"))
-        sm = _api.shard_map_module
-        if sm is not None and "shard_map" in sm.__dict__:
-            p.set(sm, "shard_map", _make_transform(sm.shard_map, "shard_map", "maps"))
-        same_remat = jax.__dict__.get("remat") is jax.__dict__.get("checkpoint")
-        ckpt = _make_transform(jax.checkpoint, "checkpoint", "remats")
-        p.set(jax, "checkpoint", ckpt)
-        p.set(jax, "remat", ckpt if same_remat else _make_transform(jax.remat, "remat", "remats"))
-        adc = sys.modules.get("jax.ad_checkpoint")
-        if adc is not None and "checkpoint" in adc.__dict__:
-            p.set(adc, "checkpoint", ckpt)
-        for name in ("grad", "value_and_grad", "jacfwd", "jacrev", "hessian"):
-            if name in jax.__dict__:
-                p.set(jax, name, _make_transform(jax.__dict__[name], None, None))
-        for name in ("vjp", "jvp", "linearize"):
-            if name in jax.__dict__:
-                p.set(jax, name, _translating(jax.__dict__[name]))
+        _install_transforms(p)
+
+
+def _public_spellings(pred: Callable[[Any], bool]) -> Iterator[tuple[Any, str, Any]]:
+    """(module, name, registry entry) for every public spelling (not ``jax._src``) of the
+    registry's APIs satisfying ``pred`` that exists in a module already imported."""
+    for a in static_api.APIS:
+        if not pred(a):
+            continue
+        for qn in a.spellings:
+            module_name, _, name = qn.rpartition(".")
+            if "._src" in qn:
+                continue
+            mod = sys.modules.get(module_name)
+            if mod is not None and callable(mod.__dict__.get(name)):
+                yield mod, name, a
+
+
+def _install_transforms(p: _Patcher) -> None:
+    """Checked versions of the transforms, from the registry (reflint.api): every public
+    spelling of an API with a ``runtime`` wrapping, in the modules already imported. One
+    wrapper per original object, so aliases (``jax.remat is jax.checkpoint``) stay aliases."""
+    wrapped: dict = {}
+    for mod, name, a in _public_spellings(lambda a: bool(a.runtime)):
+        orig = mod.__dict__[name]
+        if id(orig) not in wrapped:
+            if a.runtime == "jit":
+                wrapped[id(orig)] = _make_jit(orig)
+            elif a.runtime == "map":
+                wrapped[id(orig)] = _make_transform(orig, a.name, "maps")
+            elif a.runtime == "remat":
+                wrapped[id(orig)] = _make_transform(orig, a.name, "remats")
+            elif a.runtime == "grad":
+                wrapped[id(orig)] = _make_transform(orig, None, None)
+            else:  # "call": jvp/vjp/linearize call their function now
+                wrapped[id(orig)] = _translating(orig)
+        p.set(mod, name, wrapped[id(orig)])
 
 
 def _hook(orig: Callable[..., Any], write: bool, op: str) -> Callable[..., Any]:
