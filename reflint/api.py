@@ -230,6 +230,7 @@ class Result(enum.Enum):
     LAUNCHER = "a callable that runs the kernel on its operands"
     PAIR = "a pair"  # scan: (carry, ys)
     PASS_THROUGH = "its operands"  # optimization_barrier
+    VJP = "(outputs, a VJP function)"  # jax.vjp
 
 
 @dataclass(frozen=True)
@@ -356,7 +357,7 @@ APIS: tuple = (
     Api("hessian", _src("api", "hessian"), role=Role.HESSIAN, **_GRAD_LIKE),
     Api("jvp", _src("api", "jvp"), Family.TRANSFORM, Result.UNKNOWN, role=Role.JVP,
         primals="tuple", runtime="call"),
-    Api("vjp", _src("api", "vjp"), Family.TRANSFORM, Result.UNKNOWN, role=Role.VJP,
+    Api("vjp", _src("api", "vjp"), Family.TRANSFORM, Result.VJP, role=Role.VJP,
         primals="varargs", runtime="call"),
     Api("linearize", _src("api", "linearize"), Family.TRANSFORM, Result.UNKNOWN,
         role=Role.LINEARIZE, primals="varargs", runtime="call"),

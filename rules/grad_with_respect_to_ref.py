@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+from reflint import api
+from reflint.diagnostics import UNSAFE
+from reflint.rule import Finding, Rule
+from reflint.taint import differentiated_param_names
+from reflint.values import iter_refs
+
+from ._common import REF_EVIDENCE, read_fix_factory, ref_name, where_from
+
+
+class GradWithRespectToRef(Rule):
+    """`jax.grad` (or value_and_grad, jacrev, jacfwd, hessian) differentiates a Ref argument.
+
+    ## What it does
+    Reports a call of a function transformed by `jax.grad`, `jax.value_and_grad`,
+    `jax.jacrev`/`jax.jacobian`, `jax.jacfwd` or `jax.hessian` (decorated, wrapped, or inside
+    `jit`) when one of its differentiated arguments (`argnums`, 0 by default) receives a Ref, a
+    pytree holding a Ref, or a module holding ref Variables, at a call site the analysis sees.
+    Refs passed at positions that are not differentiated are plumbing refs and are fine.
+
+    ## Why is this bad?
+    The gradient for a Ref-typed input must itself live in a Ref, so `grad` cannot return it.
+    JAX 0.11 and later reject the call with a clear `TypeError`; JAX 0.10 and earlier fail
+    deep inside the backward pass with "Expected cotangent type Ref{float32[]} but got
+    float32[]", which does not say what is wrong. Differentiate the ref's value (read it with
+    `[...]`), or, from JAX 0.11 on, use `jax.vjp` and bind a gradient ref with
+    `vjp_fn.with_refs(grad_ref)`.
+
+    ## Example
+    ```python
+    import jax
+    import jax.numpy as jnp
+
+
+    def loss(w):
+        return jnp.sum(w[...] ** 2)
+
+
+    w_ref = jax.new_ref(jnp.ones(3))
+    g = jax.grad(loss)(w_ref)
+    ```
+
+    ## Use instead
+    ```python
+    import jax
+    import jax.numpy as jnp
+
+
+    def loss(w):
+        return jnp.sum(w ** 2)
+
+
+    w_ref = jax.new_ref(jnp.ones(3))
+    g = jax.grad(loss)(w_ref[...])
+    ```
+
+    ## Fix safety
+    The fix reads the ref at the call (`w_ref` -> `w_ref[...]`): the function then receives an
+    Array, so code in it that writes through the argument or reads it with `[...]` must be
+    changed too. It is unsafe and applied only with `--unsafe-fixes`.
+
+    ## Known limits
+    Only calls the analysis sees are checked: a function differentiated here and called from
+    another module, or `argnums` that is not a literal int or tuple of ints, is not reported.
+    `jax.jvp`, `jax.vjp` and `jax.linearize` are not reported here (see REF017 for `jax.vjp`).
+
+    ## JAX versions
+    JAX 0.11.0 and later: `TypeError` at the call. 0.7.2-0.10.2: `ValueError: Expected
+    cotangent type Ref{...} but got ...` from the backward pass (measured on 0.10.2 and
+    0.12.0.1).
+
+    ## Runtime message
+    JAX 0.12: `TypeError: grad cannot differentiate with respect to a Ref-typed argument,
+    because the gradient for a ref must itself be accumulated into a ref ... use jax.vjp and
+    bind a gradient ref using ... with_refs`. JAX 0.10.2: `ValueError: Expected cotangent type
+    Ref{float32[]} but got float32[]`.
+    """
+
+    code = "REF016"
+    name = "grad-with-respect-to-ref"
+    fixable = UNSAFE
+    triggers = (REF_EVIDENCE, api.trigger_words(
+        api.names_where(lambda a: a.argnums)))
+
+    def check(self, analysis):
+        version = analysis.settings.target_jax_version
+        seen = set()
+        for call in analysis.traced_calls:
+            for t in call.transforms:
+                if not api.API[t.kind].argnums:
+                    continue
+                for target in call.targets:
+                    role = next((r for r in target.roles.values() if r.transform is t), None)
+                    names = differentiated_param_names(analysis, target, role) if role else None
+                    if not names:
+                        continue
+                    bindings = call.bindings.get(id(target), {})
+                    for p in target.params:
+                        b = bindings.get(p.name)
+                        if p.name not in names or b is None or b.partial:
+                            continue
+                        refs = list(iter_refs(b.value))
+                        if not refs or id(call.node) in seen:
+                            continue
+                        seen.add(id(call.node))
+                        yield self._finding(analysis, call, t, target, p.name, b, refs[0],
+                                            version)
+
+
+    @staticmethod
+    def _finding(analysis, call, t, target, param, binding, found, version):
+        ref, path = found
+        spelled = api.role_info(t.kind).spelled or str(t.kind)
+        arg = ref_name(analysis, binding.expr, ref) if binding.expr is not None else param
+        what = f"{arg}{path}" if path else arg
+        kind = "a module holding ref Variables" if ref.origin == "nnx" else "a Ref"
+        head = (f"{spelled} differentiates {target.name} with respect to `{param}`, which "
+                f"receives {what}, {kind}{where_from(analysis, ref)}")
+        if version >= (0, 11):
+            runtime = ("JAX raises `TypeError: grad cannot differentiate with respect to a "
+                       "Ref-typed argument`")
+            instead = (f"differentiate its value ({arg}[...]) instead, or use jax.vjp and bind "
+                       f"a gradient ref with `vjp_fn.with_refs(grad_ref)`")
+        else:
+            runtime = ("JAX fails in the backward pass with `ValueError: Expected cotangent "
+                       "type Ref{...} but got ...`")
+            instead = f"differentiate its value ({arg}[...]) instead"
+        if ref.origin == "nnx":
+            instead = ("differentiate arrays, not refs: convert the state first "
+                       "(`nnx.with_vars(..., ref=False)` or the seed's `nnx.to_arrays`)")
+        fix = None
+        if binding.expr is not None and not path and ref.origin != "nnx":
+            fix = read_fix_factory(binding.expr, UNSAFE)
+        return Finding(call.node, f"{head}; {runtime} — {instead}", fix=fix,
+                       related_node=ref.node if ref.origin == "created" else None,
+                       related_message="created here")
