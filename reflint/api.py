@@ -642,6 +642,10 @@ NO_TANGENT_FUNCTIONS = frozenset({
 })
 
 
+# Ref kinds (`new_ref(..., kind=...)`) whose writes are not repeated by rematerialization:
+# 'no_grad_no_remat' (JAX 0.10.2 on), and its earlier name in JAX's own tests.
+NO_REMAT_KINDS = ("no_grad_no_remat", "anselm_ref")
+
 BUILTINS_NEEDING_ARRAY = frozenset({"float", "int", "complex", "abs", "round"})
 
 

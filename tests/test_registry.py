@@ -241,3 +241,14 @@ def test_no_list_of_apis_outside_the_registry():
                     if i not in exported and pattern.search(code):
                         offenders.append(f"{path}:{i}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+@pytest.mark.parametrize("kind,expected", [("'no_grad_no_remat'", set()), ("'anselm_ref'", set()),
+                                           ("None", {(5, "REF006")})])
+def test_refs_of_a_no_remat_kind_may_be_written_under_remat(kind, expected):
+    """JAX's own remat tests write refs of kind 'anselm_ref' (the earlier name of
+    'no_grad_no_remat') inside jax.remat and expect the write once."""
+    source = ("import jax\n\nx_ref = jax.new_ref(1.0, kind=" + kind + ")\n\n"
+              "@jax.remat\ndef f(y):\n    x_ref[...] += 1\n    return y * 2\n\n"
+              "jax.grad(f)(2.0)\n")
+    assert {c for c in _codes(source) if c[1] == "REF006"} == expected
