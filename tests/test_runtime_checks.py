@@ -574,3 +574,16 @@ def test_parse_version_four_parts():
     assert parse_version("0.12.0.1") == (0, 12, 0, 1) > parse_version("0.12") == (0, 12, 0)
     with pytest.raises(ValueError):
         parse_version("0.12.0.1.2")
+
+
+def test_optimization_barrier_over_refs_by_version(on):
+    """Valid from JAX 0.11 on (returns the same ref); JAX 0.10.2 fails with a bare
+    AssertionError, which reflint reports as REF007."""
+    r = jax.new_ref(jnp.ones(2))
+    if NEW_JAX:
+        y, r2 = jax.lax.optimization_barrier((jnp.zeros(2), r))
+        assert r2 is r
+    else:
+        with _raises(rt.RefUsedAsArray):
+            jax.lax.optimization_barrier((jnp.zeros(2), r))
+    assert float(jax.lax.optimization_barrier(jnp.ones(()))) == 1.

@@ -38,6 +38,8 @@ from reflint.runtime.errors import (
 )
 
 _MISSING = object()
+# JAX before 0.11 (measured: docs/jax-versions.md): no Ref support in optimization_barrier.
+_OLD_JAX = tuple(int(p) for p in jax.__version__.split(".")[:2] if p.isdigit()) < (0, 11)
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__))
 
@@ -751,6 +753,12 @@ def install() -> None:
             p.set(jnp, "array", _guard_first(jnp.array, "jnp.array"))
         p.set(jax.lax, "stop_gradient", _guard_tree(jax.lax.stop_gradient,
                                                     "jax.lax.stop_gradient"))
+        if _OLD_JAX and "optimization_barrier" in jax.lax.__dict__:
+            # JAX <= 0.10: a bare AssertionError (internal error in jit); valid from 0.11 on.
+            p.set(jax.lax, "optimization_barrier", _guard_tree(
+                jax.lax.optimization_barrier,
+                f"jax.lax.optimization_barrier (which accepts refs only from JAX 0.11 on; "
+                f"this is {jax.__version__})"))
 
         p.set(jax, "jit", _make_jit(jax.jit))
         p.set(jax, "vmap", _make_transform(jax.vmap, "vmap", "maps"))
