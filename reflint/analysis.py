@@ -1708,7 +1708,14 @@ class ModuleAnalysis:
         if a.result is api.Result.VJP and not any(arg.star for arg, _ in rest):
             vjp = VjpCall(node, self._func, target.info, [(v, e) for _, v, e in positional])
             self.vjp_calls.append(vjp)
-            return SeqVal((None, SpecialVal("vjp_fn", vjp, node, a.name)))
+            fn = SpecialVal("vjp_fn", vjp, node, a.name)
+            aux = next((arg.value for arg, _ in rest
+                        if arg.keyword is not None and arg.keyword.value == "has_aux"), None)
+            if aux is None or (isinstance(aux, cst.Name) and aux.value == "False"):
+                return SeqVal((None, fn))
+            if isinstance(aux, cst.Name) and aux.value == "True":
+                return SeqVal((None, fn, None))  # (outputs, vjp function, aux)
+            return None
         return None
 
     def _call_func(self, node: cst.Call, fv: FuncVal, args: list, state: _State):

@@ -287,7 +287,7 @@ class Api:
     in_axes: Optional[Src] = None  # where a map's in_axes is given
     word: str = ""  # the function it traces, in messages ("a lax.while_loop body")
     call_word: str = ""  # the call, in messages ("lax.scan")
-    runtime: str = ""  # how reflint.runtime wraps it: "jit", "map", "remat", "grad", "call"
+    runtime: str = ""  # how reflint.runtime wraps it: "jit", "map", "remat", "grad", "jvp", "call"
     ref_source: bool = False  # a value the analysis can see as a Ref comes from it
     accepts_refs_since: Optional[tuple] = None  # an array function that takes refs since
     # A grad-like transform given a Ref to differentiate: JAX's error, by version (REF016).
@@ -373,7 +373,7 @@ APIS: tuple = (
         ref_argument_error=((None, _GET_ERROR), _ref_argument_error("jacrev")[1]),
         **_GRAD_LIKE),
     Api("jvp", _src("api", "jvp"), Family.TRANSFORM, Result.UNKNOWN, role=Role.JVP,
-        primals="tuple", runtime="call", ref_argument_error=((None, _GET_ERROR),)),
+        primals="tuple", runtime="jvp", ref_argument_error=((None, _GET_ERROR),)),
     Api("vjp", _src("api", "vjp"), Family.TRANSFORM, Result.VJP, role=Role.VJP,
         primals="varargs", runtime="call"),
     Api("linearize", _src("api", "linearize"), Family.TRANSFORM, Result.UNKNOWN,
@@ -677,47 +677,52 @@ def returns_jax_array(qualname: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
-# Which names exist in which JAX version (measured: runtime-truth.md, section 2e).
+# Which names exist in which JAX version (measured: runtime-truth.md, section 2e; 0.11.2 and
+# 0.12.0.1: docs/jax-versions.md, "API inventory").
 # --------------------------------------------------------------------------------------------
 
-MEASURED_VERSIONS = ((0, 7, 1), (0, 7, 2), (0, 8, 0), (0, 9, 0), (0, 10, 2))
+MEASURED_VERSIONS = ((0, 7, 1), (0, 7, 2), (0, 8, 0), (0, 9, 0), (0, 10, 2), (0, 11, 2),
+                     (0, 12, 0, 1))
 YES, DEPRECATED, NO = "yes", "deprecated", "no"
 _Y, _D, _N = YES, DEPRECATED, NO
 
 # qualified name -> status in each of MEASURED_VERSIONS. Names not listed exist in all of them
 # (or reflint has no data) and are never reported.
 AVAILABILITY: dict[str, tuple] = {
-    "jax.new_ref": (_N, _Y, _Y, _Y, _Y),
-    "jax.Ref": (_N, _Y, _Y, _Y, _Y),
-    "jax.freeze": (_N, _N, _Y, _Y, _Y),
-    "jax.empty_ref": (_N, _N, _N, _N, _Y),
-    "jax.free_ref": (_N, _N, _N, _N, _Y),
-    "jax.array_ref": (_Y, _Y, _D, _N, _N),
-    "jax.ArrayRef": (_Y, _Y, _D, _N, _N),
-    "jax.ref.new_ref": (_N, _Y, _Y, _Y, _Y),
-    "jax.ref.Ref": (_N, _Y, _Y, _Y, _Y),
-    "jax.ref.empty_ref": (_N, _N, _N, _N, _Y),
-    "jax.ref.free_ref": (_N, _N, _N, _N, _Y),
-    "jax.ref.array_ref": (_Y, _Y, _D, _N, _N),
-    "jax.ref.ArrayRef": (_Y, _Y, _D, _N, _N),
-    "jax.experimental.mutable_array": (_Y, _Y, _D, _N, _N),
-    "jax.experimental.MutableArray": (_Y, _Y, _D, _N, _N),
-    "jax._src.core.new_ref": (_N, _Y, _Y, _Y, _Y),
-    "jax._src.core.Ref": (_N, _Y, _Y, _Y, _Y),
-    "jax._src.core.mutable_array": (_Y, _Y, _N, _N, _N),
-    "jax._src.core.array_ref": (_Y, _Y, _N, _N, _N),
-    "jax._src.core.MutableArray": (_Y, _Y, _N, _N, _N),
-    "jax._src.core.ArrayRef": (_Y, _Y, _N, _N, _N),
-    "jax._src.core.empty_ref": (_N, _N, _N, _N, _Y),
-    "jax._src.core.free_ref": (_N, _N, _N, _N, _Y),
-    "jax.ad": (_N, _N, _N, _N, _Y),
-    "jax.ad.GradValue": (_N, _N, _N, _N, _Y),
-    "jax.ad.DontWant": (_N, _N, _N, _N, _Y),
+    "jax.new_ref": (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    "jax.Ref": (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    "jax.freeze": (_N, _N, _Y, _Y, _Y, _Y, _Y),
+    "jax.empty_ref": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.free_ref": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.array_ref": (_Y, _Y, _D, _N, _N, _N, _N),
+    "jax.ArrayRef": (_Y, _Y, _D, _N, _N, _N, _N),
+    "jax.ref.new_ref": (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    "jax.ref.Ref": (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    "jax.ref.empty_ref": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ref.free_ref": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ref.array_ref": (_Y, _Y, _D, _N, _N, _N, _N),
+    "jax.ref.ArrayRef": (_Y, _Y, _D, _N, _N, _N, _N),
+    "jax.experimental.mutable_array": (_Y, _Y, _D, _N, _N, _N, _N),
+    "jax.experimental.MutableArray": (_Y, _Y, _D, _N, _N, _N, _N),
+    "jax._src.core.new_ref": (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    "jax._src.core.Ref": (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    "jax._src.core.mutable_array": (_Y, _Y, _N, _N, _N, _N, _N),
+    "jax._src.core.array_ref": (_Y, _Y, _N, _N, _N, _N, _N),
+    "jax._src.core.MutableArray": (_Y, _Y, _N, _N, _N, _N, _N),
+    "jax._src.core.ArrayRef": (_Y, _Y, _N, _N, _N, _N, _N),
+    "jax._src.core.empty_ref": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax._src.core.free_ref": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ad": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ad.GradValue": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ad.DontWant": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ad.GradRef": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ad.DidntWant": (_N, _N, _N, _N, _Y, _Y, _Y),
 }
 # Keyword arguments of the ref constructor, by canonical constructor name.
 KWARG_AVAILABILITY: dict[tuple, tuple] = {
-    (NEW_REF, "kind"): (_N, _N, _N, _N, _Y),
-    (NEW_REF, "memory_space"): (_N, _Y, _Y, _Y, _Y),
+    (NEW_REF, "kind"): (_N, _N, _N, _N, _Y, _Y, _Y),
+    (NEW_REF, "memory_space"): (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    (NEW_REF, "pin"): (_N, _N, _N, _N, _N, _Y, _Y),
 }
 # What to write instead (any version that has the name).
 REPLACEMENTS: dict[str, str] = {

@@ -5,6 +5,12 @@ code is one of its expected codes; a fixture without them must exit 0.  Codes li
 ``reflint.runtime.NOT_ENFORCEABLE`` are only checked to run: exit 0, or exit 1 with one of
 the expected codes.  Runs on the default JAX device (JAX_PLATFORMS is left alone).
 
+A fixture whose run-time verdict depends on the installed JAX says so with header lines
+``# runtime: jax<0.11: REF016`` (see tests/fixtures/README.md, "Verdicts that depend on the
+JAX version"): the first line whose version condition holds for the installed JAX replaces the
+verdict of the ``# expect:`` lines (``ok``: exit 0; ``REFxxx[, REFyyy]``: exit 1 with one of
+those codes; ``error Name``: exit 1 with Python's/JAX's own ``Name`` exception, no REF code).
+
 Fixtures matched by ``MISSING_IN_INSTALLED_JAX`` use names that the installed JAX (the
 default lint target) does not have: running them must fail with JAX's own AttributeError or
 ImportError, which shows that the static verdict (REF015: the name does not exist) is right.
@@ -22,8 +28,10 @@ from pathlib import Path
 
 import pytest
 
+import jax
+
 from reflint.runtime import NOT_ENFORCEABLE
-from reflint.settings import DEFAULT_TARGET_JAX_VERSION
+from reflint.settings import DEFAULT_TARGET_JAX_VERSION, parse_version
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -62,6 +70,38 @@ def missing_in_installed_jax(path: Path) -> str | None:
     rel = path.relative_to(FIXTURES).as_posix()
     return next((why for pat, why in MISSING_IN_INSTALLED_JAX.items()
                  if fnmatch.fnmatchcase(rel, pat)), None)
+
+
+# `# runtime: jax<0.11: REF016` — see tests/fixtures/README.md.
+RUNTIME_LINE_RE = re.compile(r"^#\s*runtime\s*:.*$", re.M)
+RUNTIME_RE = re.compile(
+    r"^#\s*runtime:\s*jax\s*(<=|>=|==|!=|<|>)\s*(\d+(?:\.\d+){0,3})\s*:\s*"
+    r"(ok|error\s+[A-Za-z_][\w.]*|REF\d{3}(?:\s*,\s*REF\d{3})*)\s*$")
+_COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+            ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+INSTALLED_JAX = parse_version(jax.__version__.split("+")[0].split("rc")[0].split(".dev")[0])
+
+
+def runtime_directives(path: Path) -> list[tuple[str, tuple, str]]:
+    """The ``# runtime: jax<OP><VERSION>: <VERDICT>`` lines of a fixture, in order, as
+    (op, version, verdict).  A malformed ``# runtime`` line raises ValueError."""
+    out = []
+    for m in RUNTIME_LINE_RE.finditer(path.read_text(encoding="utf-8")):
+        d = RUNTIME_RE.match(m.group(0))
+        if d is None:
+            raise ValueError(f"{path.name}: malformed runtime line {m.group(0)!r} (expected "
+                             "e.g. '# runtime: jax<0.11: REF016', ': ok' or ': error TypeError')")
+        out.append((d.group(1), parse_version(d.group(2)), re.sub(r"\s+", " ", d.group(3))))
+    return out
+
+
+def runtime_verdict(path: Path, installed: tuple = INSTALLED_JAX) -> str | None:
+    """The verdict of the first directive whose condition holds for ``installed``, or None
+    (then the ``# expect:`` lines decide)."""
+    for op, version, verdict in runtime_directives(path):
+        if _COMPARE[op](installed, version):
+            return verdict
+    return None
 
 
 def fixture_files():
@@ -108,6 +148,31 @@ def test_smoke_fixtures_present():
     assert any(expected_codes(p) for p in smoke) and any(not expected_codes(p) for p in smoke)
 
 
+def test_runtime_directives_parse():
+    """Every `# runtime:` line of every fixture is well formed; each names codes that exist."""
+    from reflint.codes import CODES
+
+    seen = 0
+    for path in FILES:
+        for _op, _version, verdict in runtime_directives(path):
+            seen += 1
+            if verdict.startswith("REF"):
+                assert set(re.split(r"\s*,\s*", verdict)) <= set(CODES), path
+    assert seen, "no fixture uses a `# runtime:` line"
+
+
+def test_runtime_verdict_first_match_wins(tmp_path):
+    f = tmp_path / "f.py"
+    f.write_text('"""doc"""\n# runtime: jax<0.11: REF016\n# runtime: jax>=0.12: error TypeError\n'
+                 "x = 1  # expect: REF017\n")
+    assert runtime_verdict(f, (0, 10, 2)) == "REF016"
+    assert runtime_verdict(f, (0, 11, 2)) is None  # no line holds: `# expect:` decides
+    assert runtime_verdict(f, (0, 12, 0, 1)) == "error TypeError"
+    f.write_text("# runtime: jax<0.11 REF016\n")
+    with pytest.raises(ValueError, match="malformed"):
+        runtime_directives(f)
+
+
 def test_missing_in_installed_jax_patterns_match():
     for pattern in MISSING_IN_INSTALLED_JAX:
         assert any(fnmatch.fnmatchcase(p.relative_to(FIXTURES).as_posix(), pattern)
@@ -125,6 +190,19 @@ def test_fixture_under_runtime(results, path):
     expected = expected_codes(path)
     found = CODE_RE.findall(p.stderr)
     detail = f"rc={p.returncode}\nstdout:\n{p.stdout[-2000:]}\nstderr:\n{p.stderr[-4000:]}"
+    verdict = runtime_verdict(path)
+    if verdict is not None:  # this JAX's verdict, declared by a `# runtime:` line
+        detail = f"verdict for jax {jax.__version__}: {verdict}\n{detail}"
+        if verdict == "ok":
+            assert p.returncode == 0, detail
+        elif verdict.startswith("error "):
+            name = verdict.split()[1].rsplit(".", 1)[-1]
+            assert p.returncode == 1 and not found, detail
+            assert re.search(rf"^(?:[\w.]+\.)?{re.escape(name)}: ", p.stderr, re.M), detail
+        else:
+            codes = set(re.split(r"\s*,\s*", verdict))
+            assert p.returncode == 1 and found and found[0] in codes, detail
+        return
     if missing_in_installed_jax(path):
         assert expected == {"REF015"}, "only REF015 positives may use names JAX lacks"
         installed = re.search(r"reflint\.runtime: jax (\S+),", p.stderr)
