@@ -13,14 +13,18 @@ import tokenize
 from dataclasses import dataclass
 from typing import Optional
 
-import libcst as cst
-
-from . import fasttree, gate
-from .analysis import ModuleAnalysis
+from ._lazy import lazy
 from .codes import CODES, META_CODES
 from .diagnostics import SAFE, Diagnostic
 from .rule import all_rules
 from .settings import Settings
+
+# libcst, the analysis and the fast tree are imported when a file first needs them: a file
+# the pre-filter rules out (and `reflint --version`) never pays for them.
+cst = lazy("libcst")
+fasttree = lazy("reflint.fasttree")
+_analysis = lazy("reflint.analysis")
+gate = lazy("reflint.gate")
 
 PARSE_ERROR = "REF900"
 UNKNOWN_NOQA = "REF901"
@@ -416,7 +420,7 @@ def check_module(module: cst.Module, path: str, settings: Settings,
         rules = [r for r in rules if verdict.may_fire(r.code)]
     if not rules:
         return []
-    analysis = ModuleAnalysis(module, path, settings, source, verdict)
+    analysis = _analysis.ModuleAnalysis(module, path, settings, source, verdict)
     out = []
     seen = set()
     try:

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+from reflint._lazy import lazy
 from reflint import api
 from reflint.diagnostics import UNSAFE
 from reflint.rule import Finding, Rule
-from reflint.taint import differentiated_param_names
 from reflint.values import iter_refs
 
 from ._common import REF_EVIDENCE, read_fix_factory, ref_name, where_from
+
+_taint = lazy("reflint.taint")
 
 
 class GradWithRespectToRef(Rule):
@@ -92,7 +94,7 @@ class GradWithRespectToRef(Rule):
                     continue
                 for target in call.targets:
                     role = next((r for r in target.roles.values() if r.transform is t), None)
-                    names = differentiated_param_names(analysis, target, role) if role else None
+                    names = _taint.differentiated_param_names(analysis, target, role) if role else None
                     if not names:
                         continue
                     bindings = call.bindings.get(id(target), {})
