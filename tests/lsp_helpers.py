@@ -118,3 +118,21 @@ def workspace_edits(edit: types.WorkspaceEdit, uri: str) -> list:
         return [e for dc in edit.document_changes if dc.text_document.uri == uri
                 for e in dc.edits]
     return list((edit.changes or {}).get(uri, []))
+
+
+def die() -> None:
+    """Kill the calling process as a crashing native parser would (tests of the workers)."""
+    import signal
+
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def reflint_wrapper(directory) -> str:
+    """An executable ``reflint`` in ``directory`` running this checkout's reflint with this
+    interpreter (what an editor's configuration names)."""
+    path = os.path.join(str(directory), "reflint")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(f"#!/bin/sh\nPYTHONPATH={ROOT}${{PYTHONPATH:+:$PYTHONPATH}} "
+                 f"exec {sys.executable} -m reflint \"$@\"\n")
+    os.chmod(path, 0o755)
+    return path
