@@ -5,11 +5,11 @@ Measures, on files it writes to a scratch folder:
 * ``reflint --version`` and ``reflint check --no-cache FILE`` wall time (N runs, median/min/
   max, like hyperfine) for a file with no ref code, a small file with a finding, and a
   2,000-line Pallas kernel file (kernels generated from one template based on
-  examples/pallas_rmsnorm.py, each with a missing ``[...]``);
+  examples/pallas_rmsnorm.py, each with a missing ``[...]``), and the same file fixed;
 * ``reflint server``: time from launch to the ``initialize`` answer, then for the same small
   and 2,000-line files the per-keystroke latency, from a ``didChange`` notification (one
-  character typed) to the ``publishDiagnostics`` for that version, with the server's
-  debounce, driven over stdio by pygls's LanguageClient;
+  character typed) to the ``publishDiagnostics`` for that version, the server's debounce
+  (50 ms) included, driven over stdio by pygls's LanguageClient;
 * whether ``import reflint.cli`` imports libcst (it must not).
 
 Not a test: nothing fails on timings. Run on a quiet machine; Python's bytecode cache
@@ -77,12 +77,14 @@ def f(x):
 PLAIN = 'print("hello, world")\n'
 
 
-def kernel_file(lines: int) -> str:
-    """About ``lines`` lines of Pallas kernels (one REF007 in each rmsnorm kernel)."""
-    out = [HEADER]
+def kernel_file(lines: int, buggy: bool = True) -> str:
+    """About ``lines`` lines of Pallas kernels (one REF007 in each rmsnorm kernel; none if
+    not ``buggy``)."""
+    out = [HEADER if buggy else HEADER.replace("each with one missing", "without a missing")]
     i = 0
     while sum(s.count("\n") for s in out) < lines:
-        out.append(KERNEL.format(i=i))
+        kernel = KERNEL.format(i=i)
+        out.append(kernel if buggy else kernel.replace("* g_ref\n", "* g_ref[...]\n"))
         i += 1
     return "".join(out)
 
@@ -167,7 +169,8 @@ def main(argv=None) -> int:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     tmp = tempfile.mkdtemp(prefix="reflint-startup-")
-    files = {"plain": PLAIN, "small": SMALL, "kernels_2000": kernel_file(2000)}
+    files = {"plain": PLAIN, "small": SMALL, "kernels_2000": kernel_file(2000),
+             "kernels_2000_clean": kernel_file(2000, buggy=False)}
     paths = {}
     for name, text in files.items():
         paths[name] = os.path.join(tmp, f"{name}.py")
@@ -190,7 +193,7 @@ def main(argv=None) -> int:
         results["server"] = "pygls is not installed (pip install 'reflint[server]')"
     else:
         results["server"] = asyncio.run(_server_latency(
-            {"small": paths["small"], "kernels_2000": paths["kernels_2000"]},
+            {n: paths[n] for n in ("small", "kernels_2000", "kernels_2000_clean")},
             args.keystrokes, env))
     for key, value in results.items():
         if isinstance(value, dict) and "median" in value:
@@ -198,7 +201,7 @@ def main(argv=None) -> int:
                   f"min {value['min'] * 1000:7.1f}  max {value['max'] * 1000:7.1f}")
         elif key == "server" and isinstance(value, dict):
             print(f"server: initialize answered after {value['initialize_s'] * 1000:.0f} ms")
-            for n in ("small", "kernels_2000"):
+            for n in ("small", "kernels_2000", "kernels_2000_clean"):
                 v = value[n]
                 print(f"  {n:<14} ({results['lines'][n]} lines, {v['findings']} findings): "
                       f"open -> diagnostics {v['first_diagnostics_s'] * 1000:.0f} ms; "

@@ -123,6 +123,11 @@ class Workers:
             except (BrokenProcessPool, RuntimeError):
                 self._replace(pool)
                 continue
+            except OSError as e:  # processes cannot be started here: use threads
+                log.warning("no worker processes (%s): analysing in threads", e)
+                self.processes = False
+                self._replace(pool)
+                continue
             try:
                 return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
             except BrokenProcessPool:

@@ -135,6 +135,8 @@ def _array_reason(analysis, base, expr, func):
     return None
 
 
+
+
 def _qn_short(analysis, call):
     fv = analysis.value_of(call.func)
     if not isinstance(fv, QN):

@@ -94,7 +94,8 @@ class GradWithRespectToRef(Rule):
                     continue
                 for target in call.targets:
                     role = next((r for r in target.roles.values() if r.transform is t), None)
-                    names = _taint.differentiated_param_names(analysis, target, role) if role else None
+                    names = (_taint.differentiated_param_names(analysis, target, role)
+                             if role else None)
                     if not names:
                         continue
                     bindings = call.bindings.get(id(target), {})
