@@ -186,6 +186,17 @@ class VjpApplication:
 
 
 @dataclass(eq=False)
+class WithRefs:
+    """``vjp_fn.with_refs(*entries)``: the entries as (cst.Arg, Value), None when some are
+    starred or given by keyword."""
+
+    node: cst.Call
+    vjp: VjpCall
+    func: "FunctionInfo"
+    entries: Optional[list]
+
+
+@dataclass(eq=False)
 class Creation:
     node: cst.Call
     func: FunctionInfo
@@ -684,6 +695,7 @@ class ModuleAnalysis:
         self.freezes: list[Freeze] = []
         self.vjp_calls: list[VjpCall] = []
         self.vjp_applications: list[VjpApplication] = []
+        self.with_refs_calls: list[WithRefs] = []
         self.after_freeze: list[UseAfterFreeze] = []
         self.traced_calls: list[TracedCall] = []
         self.plain_calls: list[PlainCall] = []
@@ -1635,7 +1647,10 @@ class ModuleAnalysis:
             self.vjp_applications.append(VjpApplication(node, fv.target, self._func))
             return None
         if fv.kind == "vjp_with_refs":  # vjp_fn.with_refs(*entries): a VJP function again
-            entries = None if any(arg.star or arg.keyword for arg, _ in args) else len(args)
+            plain = not any(arg.star or arg.keyword for arg, _ in args)
+            self.with_refs_calls.append(WithRefs(node, fv.target, self._func,
+                                                 list(args) if plain else None))
+            entries = len(args) if plain else None
             return SpecialVal("vjp_bound", (fv.target, node, entries), node, fv.api_name)
         if fv.kind == "vjp_bound":
             vjp, with_refs, entries = fv.target

@@ -218,6 +218,7 @@ class Family(enum.Enum):
     PARTIAL = "partial application"
     NNX = "Flax NNX"
     ARRAY = "array function"  # an array function with meaning for the analysis
+    GRAD_ENTRY = "with_refs entry"  # jax.ad.GradValue() / DontWant(): what a VJP gives back
 
 
 class Result(enum.Enum):
@@ -289,6 +290,8 @@ class Api:
     runtime: str = ""  # how reflint.runtime wraps it: "jit", "map", "remat", "grad", "call"
     ref_source: bool = False  # a value the analysis can see as a Ref comes from it
     accepts_refs_since: Optional[tuple] = None  # an array function that takes refs since
+    # A grad-like transform given a Ref to differentiate: JAX's error, by version (REF016).
+    ref_argument_error: tuple = ()
 
 
 def _lax(name: str) -> tuple:
@@ -303,6 +306,15 @@ def _src(mod: str, name: str) -> tuple:
 
 _GRAD_LIKE = dict(family=Family.TRANSFORM, result=Result.FUNCTION, argnums=True,
                   runtime="grad")
+_GET_ERROR = "JAX fails with ``ValueError: `get` must be called on `Ref` types``"
+
+
+def _ref_argument_error(name: str) -> tuple:
+    """What grad-like ``name`` does given a Ref to differentiate (measured 0.10.2-0.12.0.1)."""
+    return ((None, "JAX fails in the backward pass with `ValueError: Expected cotangent type "
+                   "Ref{...} but got ...`"),
+            ((0, 11), f"JAX raises `TypeError: {name} cannot differentiate with respect to a "
+                      f"Ref-typed argument`"))
 _REST3 = Src(3, rest=True)
 
 APIS: tuple = (
@@ -348,15 +360,20 @@ APIS: tuple = (
                       "jax._src.shard_map.shard_map"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.SHARD_MAP, word="a shard_map function",
         runtime="map"),
-    Api("grad", _src("api", "grad"), role=Role.GRAD, **_GRAD_LIKE),
+    Api("grad", _src("api", "grad"), role=Role.GRAD,
+        ref_argument_error=_ref_argument_error("grad"), **_GRAD_LIKE),
     Api("value_and_grad", _src("api", "value_and_grad"), role=Role.VALUE_AND_GRAD,
-        **_GRAD_LIKE),
+        ref_argument_error=_ref_argument_error("grad"), **_GRAD_LIKE),
     Api("jacrev", ("jax.jacrev", "jax.jacobian", "jax._src.api.jacrev"), role=Role.JACREV,
+        ref_argument_error=_ref_argument_error("jacrev"), **_GRAD_LIKE),
+    # Forward mode: even JAX 0.12 fails with "`get` must be called on `Ref` types".
+    Api("jacfwd", _src("api", "jacfwd"), role=Role.JACFWD,
+        ref_argument_error=((None, _GET_ERROR),), **_GRAD_LIKE),
+    Api("hessian", _src("api", "hessian"), role=Role.HESSIAN,
+        ref_argument_error=((None, _GET_ERROR), _ref_argument_error("jacrev")[1]),
         **_GRAD_LIKE),
-    Api("jacfwd", _src("api", "jacfwd"), role=Role.JACFWD, **_GRAD_LIKE),
-    Api("hessian", _src("api", "hessian"), role=Role.HESSIAN, **_GRAD_LIKE),
     Api("jvp", _src("api", "jvp"), Family.TRANSFORM, Result.UNKNOWN, role=Role.JVP,
-        primals="tuple", runtime="call"),
+        primals="tuple", runtime="call", ref_argument_error=((None, _GET_ERROR),)),
     Api("vjp", _src("api", "vjp"), Family.TRANSFORM, Result.VJP, role=Role.VJP,
         primals="varargs", runtime="call"),
     Api("linearize", _src("api", "linearize"), Family.TRANSFORM, Result.UNKNOWN,
@@ -445,6 +462,10 @@ APIS: tuple = (
                                  "jax._src.ad_checkpoint.optimization_barrier"),
         Family.ARRAY, Result.PASS_THROUGH, accepts_refs_since=(0, 12, 0)),
     Api("partial", ("functools.partial",), Family.PARTIAL),
+    # Entries of `vjp_fn.with_refs(...)` other than a gradient ref (JAX 0.10.2 and later).
+    Api("GradValue", ("jax.ad.GradValue",), Family.GRAD_ENTRY, word="return the gradient as a "
+        "value"),
+    Api("DontWant", ("jax.ad.DontWant",), Family.GRAD_ENTRY, word="skip the gradient"),
     # Flax NNX: a module/state whose arrays were turned into refs (the seed's API).
     Api("to_refs", ("flax.nnx.to_refs", "flax.nnx.variablelib.to_refs",
                     "flax.nnx.graphlib.to_refs"),

@@ -8,6 +8,7 @@ from reflint.values import iter_refs
 
 from ._common import REF_EVIDENCE, read_fix_factory, ref_name, where_from
 
+cst = lazy("libcst")
 _taint = lazy("reflint.taint")
 
 
@@ -20,6 +21,10 @@ class GradWithRespectToRef(Rule):
     `jit`) when one of its differentiated arguments (`argnums`, 0 by default) receives a Ref, a
     pytree holding a Ref, or a module holding ref Variables, at a call site the analysis sees.
     Refs passed at positions that are not differentiated are plumbing refs and are fine.
+    `jax.jvp` with a Ref primal is reported too, and, when the target JAX is older than 0.11,
+    a `jax.vjp` with respect to a Ref whose VJP function is applied through `with_refs` (except
+    for entries `jax.ad.DontWant()`): those versions cannot differentiate with respect to a Ref
+    at all.
 
     ## Why is this bad?
     The gradient for a Ref-typed input must itself live in a Ref, so `grad` cannot return it.
@@ -68,9 +73,11 @@ class GradWithRespectToRef(Rule):
     `jax.jvp`, `jax.vjp` and `jax.linearize` are not reported here (see REF017 for `jax.vjp`).
 
     ## JAX versions
-    JAX 0.11.0 and later: `TypeError` at the call. 0.7.2-0.10.2: `ValueError: Expected
-    cotangent type Ref{...} but got ...` from the backward pass (measured on 0.10.2 and
-    0.12.0.1).
+    JAX 0.11.0 and later: `TypeError` at the call (`jacrev` and `hessian` say "jacrev cannot
+    differentiate"). 0.7.2-0.10.2: `ValueError: Expected cotangent type Ref{...} but got ...`
+    from the backward pass (`jacfwd` and `hessian`: ``ValueError: `get` must be called on
+    `Ref` types``). `jacfwd` and `jvp` fail with the `get` error on every version, 0.12.0.1
+    included. Measured on 0.10.2, 0.11.2 and 0.12.0.1.
 
     ## Runtime message
     JAX 0.12: `TypeError: grad cannot differentiate with respect to a Ref-typed argument,
@@ -90,7 +97,7 @@ class GradWithRespectToRef(Rule):
         seen = set()
         for call in analysis.traced_calls:
             for t in call.transforms:
-                if not api.API[t.kind].argnums:
+                if not api.API[t.kind].ref_argument_error:
                     continue
                 for target in call.targets:
                     role = next((r for r in target.roles.values() if r.transform is t), None)
@@ -109,6 +116,29 @@ class GradWithRespectToRef(Rule):
                         seen.add(id(call.node))
                         yield self._finding(analysis, call, t, target, p.name, b, refs[0],
                                             version)
+        if version < (0, 11):
+            # Before 0.11 no VJP with respect to a Ref works, gradient ref bound or not (a
+            # direct call is REF017's).
+            entries = {id(w.node): w.entries for w in analysis.with_refs_calls}
+            for app in analysis.vjp_applications:
+                if app.with_refs is None:
+                    continue
+                given = entries.get(id(app.with_refs)) or []
+                for i, (value, expr) in enumerate(app.vjp.primals):
+                    refs = list(iter_refs(value))
+                    if refs and not (i < len(given) and _is_entry(analysis, given[i][0],
+                                                                  "DontWant")):
+                        ref = refs[0][0]
+                        name = ref_name(analysis, expr, ref)
+                        yield Finding(app.node, (
+                            f"jax.vjp differentiates {app.vjp.target.name} with respect to "
+                            f"{name}, a Ref{where_from(analysis, ref)}; JAX before 0.11 cannot "
+                            f"differentiate with respect to a Ref, even with a gradient ref "
+                            f"bound by `with_refs` (`ValueError: Expected cotangent type "
+                            f"Ref{{...}} but got ...`) — pass its value ({name}[...]) to "
+                            f"jax.vjp, or target JAX 0.11 or later"),
+                            related_node=app.vjp.node, related_message="jax.vjp called here")
+                        break
 
 
     @staticmethod
@@ -120,14 +150,11 @@ class GradWithRespectToRef(Rule):
         kind = "a module holding ref Variables" if ref.origin == "nnx" else "a Ref"
         head = (f"{spelled} differentiates {target.name} with respect to `{param}`, which "
                 f"receives {what}, {kind}{where_from(analysis, ref)}")
+        runtime = api.by_version(api.API[t.kind].ref_argument_error, version)
         if version >= (0, 11):
-            runtime = ("JAX raises `TypeError: grad cannot differentiate with respect to a "
-                       "Ref-typed argument`")
             instead = (f"differentiate its value ({arg}[...]) instead, or use jax.vjp and bind "
                        f"a gradient ref with `vjp_fn.with_refs(grad_ref)`")
         else:
-            runtime = ("JAX fails in the backward pass with `ValueError: Expected cotangent "
-                       "type Ref{...} but got ...`")
             instead = f"differentiate its value ({arg}[...]) instead"
         if ref.origin == "nnx":
             instead = ("differentiate arrays, not refs: convert the state first "
@@ -138,3 +165,12 @@ class GradWithRespectToRef(Rule):
         return Finding(call.node, f"{head}; {runtime} — {instead}", fix=fix,
                        related_node=ref.node if ref.origin == "created" else None,
                        related_message="created here")
+
+
+def _is_entry(analysis, arg, name: str) -> bool:
+    """``arg`` of a with_refs call is ``jax.ad.<name>()``."""
+    value = arg.value
+    if not isinstance(value, cst.Call):
+        return False
+    entry = api.lookup(getattr(analysis.value_of(value.func), "qualname", None))
+    return entry is not None and entry.name == name

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from reflint._lazy import lazy
+from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
 from ._common import REF_EVIDENCE, ref_name, where_from
+
+cst = lazy("libcst")
 
 
 class VjpOfRefWithoutWithRefs(Rule):
@@ -13,7 +17,9 @@ class VjpOfRefWithoutWithRefs(Rule):
     Reports a call of the VJP function returned by `jax.vjp` when a primal argument of that
     `jax.vjp` call is a Ref (or a pytree holding one) and the VJP function is called directly,
     not through `vjp_fn.with_refs(...)`, which binds the gradient ref the ref's gradient is
-    accumulated into.
+    accumulated into. Also reports a `with_refs(...)` call whose number of entries differs from
+    the number of primal arguments of its `jax.vjp`, and (JAX 0.11 and later) one that asks for a
+    Ref's gradient as a value with `jax.ad.GradValue()`.
 
     ## Why is this bad?
     The gradient with respect to a Ref-typed input must itself live in a Ref, so the VJP
@@ -62,6 +68,10 @@ class VjpOfRefWithoutWithRefs(Rule):
     gradient ref (`with_refs` does not exist there): read the ref's value and differentiate the
     value instead.
 
+    A `with_refs` call with the wrong number of entries fails on every version: 0.10.2 raises an
+    `Exception` with no message, 0.11.2 and 0.12.0.1 "unexpected tree structure". Measured on
+    0.10.2, 0.11.2 and 0.12.0.1 (the forward pass, `jax.vjp(f, x_ref)` itself, works on all).
+
     ## Runtime message
     JAX 0.12: `ValueError: the argument at position args[0] of the differentiated function f
     ... is Ref-typed, so its gradient must be accumulated into a ref ... with_refs`. JAX 0.10.2:
@@ -74,6 +84,11 @@ class VjpOfRefWithoutWithRefs(Rule):
 
     def check(self, analysis):
         version = analysis.settings.target_jax_version
+        for w in analysis.with_refs_calls:
+            got = self._bad_entries(analysis, w, version)
+            if got is not None:
+                yield Finding(w.node, got, related_node=w.vjp.node,
+                              related_message="jax.vjp called here")
         for app in analysis.vjp_applications:
             if app.with_refs is not None:
                 continue
@@ -100,3 +115,34 @@ class VjpOfRefWithoutWithRefs(Rule):
                 yield Finding(app.node, msg, related_node=app.vjp.node,
                               related_message="jax.vjp called here")
                 break
+
+    @staticmethod
+    def _bad_entries(analysis, w, version):
+        """Why the entries of a with_refs call are rejected, or None."""
+        primals = w.vjp.primals
+        if w.entries is None:
+            return None
+        if len(w.entries) != len(primals):
+            runtime = ("JAX raises `ValueError: unexpected tree structure in the arguments to a "
+                       "VJP function's `with_refs` method`" if version >= (0, 11) else
+                       "JAX raises an `Exception` with no message")
+            return (f"with_refs is given {len(w.entries)} entr"
+                    f"{'y' if len(w.entries) == 1 else 'ies'} but jax.vjp has {len(primals)} "
+                    f"primal argument{'s' if len(primals) != 1 else ''}; {runtime} — pass one "
+                    f"entry per primal argument: a gradient ref, jax.ad.GradValue() or "
+                    f"jax.ad.DontWant()")
+        if version < (0, 11):
+            return None  # every VJP with respect to a Ref fails there (REF016)
+        for i, ((arg, _), (value, expr)) in enumerate(zip(w.entries, primals)):
+            refs = list(iter_refs(value))
+            if not refs or not isinstance(arg.value, cst.Call):
+                continue
+            entry = api.lookup(getattr(analysis.value_of(arg.value.func), "qualname", None))
+            if entry is None or entry.name != "GradValue":
+                continue
+            name = ref_name(analysis, expr, refs[0][0]) if expr is not None else f"argument {i}"
+            return (f"with_refs asks for the gradient of {name}, a Ref, as a value "
+                    f"(jax.ad.GradValue()), but a Ref's gradient must be accumulated into a "
+                    f"ref; JAX raises `ValueError: ... which is Ref-typed, can't be returned "
+                    f"as a value` — pass a gradient ref (or jax.ad.DontWant()) for it")
+        return None
