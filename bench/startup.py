@@ -17,6 +17,7 @@ should be written (an unset PYTHONDONTWRITEBYTECODE), as in an installed package
 
     python bench/startup.py                  # 10 runs each
     python bench/startup.py --runs 20 --keystrokes 40 --json out.json
+    python bench/startup.py --baseline /path/to/other/checkout   # before/after
 """
 
 from __future__ import annotations
@@ -89,14 +90,28 @@ def kernel_file(lines: int, buggy: bool = True) -> str:
     return "".join(out)
 
 
-def _time(cmd: list, runs: int, env: dict) -> dict:
-    subprocess.run(cmd, capture_output=True, env=env)  # warm the OS and bytecode caches
+def _time(cmd: list, runs: int, env: dict, cwd: str = None) -> dict:
+    """Wall time (median, min, max of ``runs``) and the child's CPU time (user + system,
+    median: it hardly depends on what else the machine is doing)."""
+    import resource
+
+    # Run in a scratch folder: ``python -m`` puts the working directory first on sys.path,
+    # so a checkout there would shadow PYTHONPATH.
+    cwd = cwd or tempfile.gettempdir()
+    subprocess.run(cmd, capture_output=True, env=env, cwd=cwd)  # warm the caches
     times = []
+    cpu = []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        subprocess.run(cmd, capture_output=True, env=env)
+        proc = subprocess.run(cmd, capture_output=True, env=env, cwd=cwd)
         times.append(time.perf_counter() - t)
-    return {"median": statistics.median(times), "min": min(times), "max": max(times)}
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        if proc.returncode not in (0, 1):
+            raise RuntimeError(f"{cmd} failed: {proc.stderr.decode()[-2000:]}")
+    return {"median": statistics.median(times), "min": min(times), "max": max(times),
+            "cpu_median": statistics.median(cpu)}
 
 
 async def _server_latency(files: dict, keystrokes: int, env: dict) -> dict:
@@ -164,6 +179,8 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--keystrokes", type=int, default=20)
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--baseline", metavar="DIR", help="another reflint checkout: time its "
+                   "`reflint --version` and `check` of the same files too (PYTHONPATH=DIR)")
     args = p.parse_args(argv)
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -178,14 +195,21 @@ def main(argv=None) -> int:
             fh.write(text)
     py = [sys.executable, "-m", "reflint"]
     results: dict = {"python": sys.version.split()[0], "runs": args.runs,
+                     "load_average_before": os.getloadavg(),
                      "lines": {n: t.count("\n") for n, t in files.items()}}
     results["python_-c_pass"] = _time([sys.executable, "-c", "pass"], args.runs, env)
     results["reflint_--version"] = _time(py + ["--version"], args.runs, env)
     for name, path in paths.items():
         results[f"check_{name}"] = _time(py + ["check", "--no-cache", path], args.runs, env)
+    if args.baseline:
+        benv = dict(env, PYTHONPATH=os.path.abspath(args.baseline))
+        results["baseline_--version"] = _time(py + ["--version"], args.runs, benv)
+        for name, path in paths.items():
+            results[f"baseline_check_{name}"] = _time(py + ["check", "--no-cache", path],
+                                                      args.runs, benv)
     probe = subprocess.run([sys.executable, "-c", "import sys, reflint.cli; "
                             "print('libcst' in sys.modules)"], capture_output=True,
-                           text=True, env=env)
+                           text=True, env=env, cwd=tmp)
     results["import_reflint_cli_imports_libcst"] = probe.stdout.strip() == "True"
     try:
         import pygls  # noqa: F401
@@ -195,10 +219,12 @@ def main(argv=None) -> int:
         results["server"] = asyncio.run(_server_latency(
             {n: paths[n] for n in ("small", "kernels_2000", "kernels_2000_clean")},
             args.keystrokes, env))
+    results["load_average_after"] = os.getloadavg()
     for key, value in results.items():
         if isinstance(value, dict) and "median" in value:
-            print(f"{key:<28} median {value['median'] * 1000:7.1f} ms  "
-                  f"min {value['min'] * 1000:7.1f}  max {value['max'] * 1000:7.1f}")
+            print(f"{key:<28} wall median {value['median'] * 1000:7.1f} ms  "
+                  f"min {value['min'] * 1000:7.1f}  max {value['max'] * 1000:7.1f}  "
+                  f"cpu median {value['cpu_median'] * 1000:7.1f} ms")
         elif key == "server" and isinstance(value, dict):
             print(f"server: initialize answered after {value['initialize_s'] * 1000:.0f} ms")
             for n in ("small", "kernels_2000", "kernels_2000_clean"):

@@ -371,3 +371,36 @@ async def test_findings_equal_reflint_check_on_every_fixture(client, tmp_path):
         assert mine == theirs, rel
         total += len(mine)
     assert total > 100  # the fixtures are full of findings: the comparison is not vacuous
+
+
+UNSAFE = '''import jax
+import jax.numpy as jnp
+
+
+def loss(x, log_ref):
+    y = jnp.sin(x) * 2.0
+    log_ref[...] = y
+    return y
+
+
+jax.grad(loss)(1.0, jax.new_ref(0.0))
+'''
+
+
+async def test_unsafe_fix_is_marked_and_not_preferred(client, tmp_path):
+    uri = _uri(tmp_path, "u.py", UNSAFE)
+    open_doc(client, uri, UNSAFE)
+    diags = await published(client, uri, 1)
+    assert [d.code for d in diags] == ["REF008"]
+    assert diags[0].data["fix"] == "unsafe"
+    actions = await _actions(client, uri, diags[0].range)
+    unsafe = [a for a in actions if a.title.startswith("Wrap the value")]
+    assert len(unsafe) == 1
+    assert unsafe[0].title.endswith("(unsafe fix: review the change)")
+    assert not unsafe[0].is_preferred
+    new = apply_edits(UNSAFE, workspace_edits(unsafe[0].edit, uri))
+    assert "log_ref[...] = jax.lax.stop_gradient(y)" in new
+    # "Fix all" applies safe fixes only: none here, so it is not offered.
+    whole = types.Range(start=types.Position(line=0, character=0),
+                        end=types.Position(line=11, character=0))
+    assert await _actions(client, uri, whole, only=["source.fixAll"]) == []
