@@ -11,7 +11,6 @@ import gc
 import json
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Optional
 
 from . import __version__
@@ -208,6 +207,8 @@ def _run_tasks(tasks: list, settings: Settings, jobs: int):
     """Yield _lint_task's result for every task, in any order."""
     total = sum(_cost(t) for t in tasks)
     if jobs > 1 and len(tasks) > 1 and total >= PARALLEL_MIN_CHARS:
+        # Imported here: multiprocessing costs ~20 ms of start-up that one file never needs.
+        from concurrent.futures import ProcessPoolExecutor, as_completed
         from concurrent.futures.process import BrokenProcessPool
 
         # Biggest files first: the slowest task starts at once (longest-processing-time order).
@@ -581,7 +582,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a program with runtime ref checks")
     run.add_argument("script")
+    sub.add_parser("server", help="language server on stdio for editors (pip install "
+                   "'reflint[server]'); `reflint server --help` for its options")
     return p
+
+
+def cmd_server(argv: list) -> int:
+    try:
+        from .server import main as server_main
+    except ImportError as e:
+        raise UsageError(f"the language server needs pygls: pip install 'reflint[server]' "
+                         f"({e})") from None
+    return server_main(argv)
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -593,6 +605,14 @@ def main(argv: Optional[list] = None) -> int:
         idx = next((i for i, a in enumerate(argv[1:], 1) if not a.startswith("-")), None)
         if idx is not None:
             argv, rest = argv[:idx + 1], argv[idx + 1:]
+    if argv and argv[0] == "server":  # its options are its own (reflint.server.main)
+        try:
+            return cmd_server(argv[1:])
+        except UsageError as e:
+            print(f"reflint: error: {e}", file=sys.stderr)
+            return EXIT_ERROR
+        except SystemExit as e:
+            return EXIT_ERROR if e.code not in (0, None) else EXIT_OK
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:

@@ -13,14 +13,18 @@ import tokenize
 from dataclasses import dataclass
 from typing import Optional
 
-import libcst as cst
-
-from . import fasttree, gate
-from .analysis import ModuleAnalysis
+from ._lazy import lazy
 from .codes import CODES, META_CODES
 from .diagnostics import SAFE, Diagnostic
 from .rule import all_rules
 from .settings import Settings
+
+# libcst, the analysis and the fast tree are imported when a file first needs them: a file
+# the pre-filter rules out (and `reflint --version`) never pays for them.
+cst = lazy("libcst")
+fasttree = lazy("reflint.fasttree")
+_analysis = lazy("reflint.analysis")
+gate = lazy("reflint.gate")
 
 PARSE_ERROR = "REF900"
 UNKNOWN_NOQA = "REF901"
@@ -340,7 +344,7 @@ def _clean_on_fast_tree(source: str, tree: ast.Module, path: str, settings: Sett
     (reflint.fasttree); False if one does, or if that tree cannot be built or analysed."""
     try:
         module = fasttree.convert(source, tree)
-        return not check_module(module, path, settings, source, verdict)
+        return not check_module(module, path, settings, source, verdict, first_only=True)
     except Exception:  # noqa: BLE001 - libcst's own parse decides then
         return False
 
@@ -406,22 +410,26 @@ def syntax_error_only(source: str, path: str) -> Optional[Diagnostic]:
 
 
 def check_module(module: cst.Module, path: str, settings: Settings,
-                 source: Optional[str] = None, verdict: "Optional[gate.Verdict]" = None) -> list:
+                 source: Optional[str] = None, verdict: "Optional[gate.Verdict]" = None,
+                 first_only: bool = False) -> list:
     """The diagnostics of the enabled rules on ``module``. ``verdict``, the gate's answers for
     the same source, spares the rules that cannot fire and the work they say is useless (the
     analysis holds no Ref: only REF012, REF013 and REF015 can report; REF015's name walk only
-    where the gate saw an unavailable name)."""
+    where the gate saw an unavailable name). ``first_only``: stop at the first finding and
+    return it raw (a one-element list), without positions or fixes: whether there is one."""
     rules = [r for r in all_rules() if settings.enabled(r.code)]
     if verdict is not None:
         rules = [r for r in rules if verdict.may_fire(r.code)]
     if not rules:
         return []
-    analysis = ModuleAnalysis(module, path, settings, source, verdict)
+    analysis = _analysis.ModuleAnalysis(module, path, settings, source, verdict)
     out = []
     seen = set()
     try:
         for rule in rules:
             for finding in rule.check(analysis):
+                if first_only:
+                    return [finding]
                 d = rule.to_diagnostic(analysis, finding, path)
                 k = (d.line, d.column, d.code)
                 if k in seen:

@@ -7,13 +7,13 @@ import pkgutil
 import re
 from typing import TYPE_CHECKING, Iterator, Optional
 
-import libcst as cst
-
 from . import api
 from .codes import CODES
 from .diagnostics import Diagnostic, Fix, Related
 
 if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+
     from .analysis import ModuleAnalysis
 
 # Pre-filter triggers for rules that need a Ref value: the name of any API that produces one

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import functools
 
+from reflint._lazy import lazy
 from reflint import api
-from reflint.analysis import child_nodes
 from reflint.rule import REF_TRIGGERS
 from reflint.diagnostics import SAFE, Edit, Fix
+
+cst = lazy("libcst")
+_analysis = lazy("reflint.analysis")
 
 # Text without which a module cannot contain a ref the analysis knows about (a constructor, a
 # Ref annotation, NNX's to_refs, a Pallas kernel): the pre-filter trigger of every ref rule.
@@ -31,7 +34,9 @@ def where_from(analysis, ref) -> str:
     return f" ({d})" if d else ""
 
 
-_ATOMIC = (cst.Name, cst.Attribute, cst.Subscript, cst.Call)
+@functools.cache
+def _atomic() -> tuple:  # a function: libcst is imported on first use (reflint._lazy)
+    return (cst.Name, cst.Attribute, cst.Subscript, cst.Call)
 
 
 def read_fix_factory(expr, applicability=SAFE):
@@ -42,7 +47,7 @@ def read_fix_factory(expr, applicability=SAFE):
         if pos is None:
             return None
         line, col, end_line, end_col = pos
-        if isinstance(expr, _ATOMIC) and not expr.lpar:
+        if isinstance(expr, _atomic()) and not expr.lpar:
             edits = (Edit(end_line, end_col, end_line, end_col, "[...]"),)
         elif expr.lpar:
             edits = (Edit(end_line, end_col, end_line, end_col, "[...]"),)
@@ -92,7 +97,7 @@ def parents_of(analysis) -> dict:
         stack = [analysis.module]
         while stack:
             node = stack.pop()
-            for child in child_nodes(node):
+            for child in _analysis.child_nodes(node):
                 parents[id(child)] = node
                 stack.append(child)
         return parents

@@ -1,17 +1,28 @@
 from __future__ import annotations
 
-import libcst as cst
+import functools
 
+from reflint._lazy import lazy
 from reflint import api
 from reflint.diagnostics import SAFE, UNSAFE, Edit, Fix
 from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal, QN
 
-# Augmented operators with a direct .at[] method.
-_AT_METHOD = {cst.AddAssign: "add", cst.MultiplyAssign: "multiply", cst.DivideAssign: "divide",
-              cst.PowerAssign: "power", cst.SubtractAssign: "add"}
-_ATOMIC = (cst.Name, cst.Attribute, cst.Subscript, cst.Call, cst.Integer, cst.Float,
-           cst.Imaginary, cst.SimpleString)
+cst = lazy("libcst")
+
+
+# Functions, not constants: libcst is imported on first use (reflint._lazy).
+@functools.cache
+def _at_method() -> dict:
+    """Augmented operators with a direct .at[] method."""
+    return {cst.AddAssign: "add", cst.MultiplyAssign: "multiply", cst.DivideAssign: "divide",
+            cst.PowerAssign: "power", cst.SubtractAssign: "add"}
+
+
+@functools.cache
+def _atomic() -> tuple:
+    return (cst.Name, cst.Attribute, cst.Subscript, cst.Call, cst.Integer, cst.Float,
+            cst.Imaginary, cst.SimpleString)
 
 
 class ArrayItemAssignment(Rule):
@@ -90,7 +101,7 @@ class ArrayItemAssignment(Rule):
                 text = "the array"
             if isinstance(stmt, cst.AugAssign):
                 op = analysis.module.code_for_node(stmt.operator).strip()
-                meth = _AT_METHOD.get(type(stmt.operator))
+                meth = _at_method().get(type(stmt.operator))
                 suggestion = f"`.at[...].{meth}(...)`" if meth else "an `.at[...]` update"
                 if isinstance(stmt.operator, cst.SubtractAssign):
                     suggestion = "`.at[...].add(-(...))`"
@@ -272,7 +283,7 @@ def _fix_factory(stmt, target, func, why):
     if not _is_whole_statement(stmt, target) or not isinstance(target.value, cst.Name):
         return None
     if isinstance(stmt, cst.AugAssign):
-        meth = _AT_METHOD.get(type(stmt.operator))
+        meth = _at_method().get(type(stmt.operator))
         if meth is None:
             return None
         negate = isinstance(stmt.operator, cst.SubtractAssign)
@@ -290,7 +301,7 @@ def _fix_factory(stmt, target, func, why):
         index = code(target)[len(code(target.value)):]
         value = code(stmt.value)
         if negate:
-            atomic = isinstance(stmt.value, _ATOMIC) and not stmt.value.lpar
+            atomic = isinstance(stmt.value, _atomic()) and not stmt.value.lpar
             value = f"-{value}" if atomic else f"-({value})"
         new = f"{name} = {name}.at{index}.{meth}({value})"
         line, col, end_line, end_col = pos

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
-import libcst as cst
-
+from reflint._lazy import lazy
 from reflint import api
 from reflint.diagnostics import UNSAFE, Edit, Fix
 from reflint.rule import Finding, Rule
-from reflint.taint import differentiation
 
 from ._common import REF_EVIDENCE, module_spelling, ref_name
+
+cst = lazy("libcst")
+_taint = lazy("reflint.taint")
 
 class DifferentiatedValueWrittenToRef(Rule):
     """A value that depends on differentiated inputs is written into a ref JAX does not differentiate.
@@ -85,7 +86,7 @@ class DifferentiatedValueWrittenToRef(Rule):
     triggers = REF_EVIDENCE
 
     def check(self, analysis):
-        for w in differentiation(analysis).writes:
+        for w in _taint.differentiation(analysis).writes:
             acc = w.access
             target = ref_name(analysis, acc.ref_expr, acc.ref)
             value = analysis.module.code_for_node(acc.value_expr).strip()

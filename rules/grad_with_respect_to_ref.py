@@ -1,14 +1,15 @@
 from __future__ import annotations
 
-import libcst as cst
-
+from reflint._lazy import lazy
 from reflint import api
 from reflint.diagnostics import UNSAFE
 from reflint.rule import Finding, Rule
-from reflint.taint import differentiated_param_names
 from reflint.values import iter_refs
 
 from ._common import REF_EVIDENCE, read_fix_factory, ref_name, where_from
+
+cst = lazy("libcst")
+_taint = lazy("reflint.taint")
 
 
 class GradWithRespectToRef(Rule):
@@ -100,7 +101,8 @@ class GradWithRespectToRef(Rule):
                     continue
                 for target in call.targets:
                     role = next((r for r in target.roles.values() if r.transform is t), None)
-                    names = differentiated_param_names(analysis, target, role) if role else None
+                    names = (_taint.differentiated_param_names(analysis, target, role)
+                             if role else None)
                     if not names:
                         continue
                     bindings = call.bindings.get(id(target), {})

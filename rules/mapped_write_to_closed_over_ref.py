@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-import libcst as cst
-
+from reflint._lazy import lazy
 from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import FuncVal
 
 from ._common import REF_EVIDENCE, ref_name, role_word
+
+cst = lazy("libcst")
 
 _MAP_ORDER = tuple(r for r in api.ROLE_ORDER if api.role_info(r).maps)
 

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-import libcst as cst
-
+from reflint._lazy import lazy
 from reflint import api
 from reflint.diagnostics import SAFE, UNSAFE, Edit, Fix
 from reflint.rule import REF_TRIGGERS, Finding, Rule
 from reflint.values import FuncVal, RefVal
+
+cst = lazy("libcst")
 
 
 class RedundantDonation(Rule):

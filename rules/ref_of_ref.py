@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-import libcst as cst
-
+from reflint._lazy import lazy
 from reflint.rule import Finding, Rule
 from reflint.values import RefVal
 
 from ._common import REF_EVIDENCE, ref_name, where_from
+
+cst = lazy("libcst")
 
 
 class RefOfRef(Rule):

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-import libcst as cst
-
+from reflint._lazy import lazy
 from reflint import api
 from reflint.rule import Finding, Rule
 
 from ._common import REF_EVIDENCE, ref_name
+
+cst = lazy("libcst")
 
 NO_REMAT_KIND = api.NO_REMAT_KINDS[0]
 

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
-import libcst as cst
-
+from reflint._lazy import lazy
 from reflint import api
-from reflint.analysis import walk_nodes
 from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal, ClassVal, InstanceVal, QN
 
 from ._common import role_word
+
+cst = lazy("libcst")
+_analysis = lazy("reflint.analysis")
 
 # Trace kinds under which Python code runs once per trace (not per call, iteration or element)
 # and under which values are tracers. Plain grad/custom_vjp/checkpoint re-trace on every call.
@@ -261,7 +262,7 @@ def _memo_names(root) -> set:
     """Names tested with ``in``/``not in`` or read with ``.get``/``.setdefault`` anywhere in
     ``root`` (nested functions included)."""
     names = set()
-    for node in walk_nodes([root]):
+    for node in _analysis.walk_nodes([root]):
         t = type(node)
         if t is cst.ComparisonTarget:
             if isinstance(node.operator, (cst.In, cst.NotIn)) and \

@@ -3,14 +3,15 @@ from __future__ import annotations
 import functools
 import re
 
-import libcst as cst
-
+from reflint._lazy import lazy
 from reflint import api
-from reflint.analysis import child_nodes, dotted_name
 from reflint.rule import Finding, Rule
 from reflint.values import QN
 
 from ._common import parents_of
+
+cst = lazy("libcst")
+_analysis = lazy("reflint.analysis")
 
 _COMPAT_TEST = re.compile(r"hasattr|getattr|version|__version__|_version")
 
@@ -133,7 +134,7 @@ def _names(analysis, parents):
     stack = [analysis.module]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Attribute) and dotted_name(node) is not None:
+        if isinstance(node, cst.Attribute) and _analysis.dotted_name(node) is not None:
             parent = parents.get(id(node))
             if not (isinstance(parent, cst.Attribute) and parent.value is node):
                 v = analysis.value_of(node)
@@ -144,26 +145,26 @@ def _names(analysis, parents):
             continue  # the chain's inner parts are prefixes, not names of their own
         if isinstance(node, cst.ImportFrom) and not node.relative and \
                 not isinstance(node.names, cst.ImportStar) and node.module is not None:
-            module = dotted_name(node.module)
+            module = _analysis.dotted_name(node.module)
             if module is not None:
                 q = _known_prefix(module)
                 if q is not None:
                     yield node.module, q
                 else:
                     for alias in node.names:
-                        name = dotted_name(alias.name)
+                        name = _analysis.dotted_name(alias.name)
                         q = _known_prefix(f"{module}.{name}") if name else None
                         if q is not None:
                             yield alias, q
             continue
         if isinstance(node, cst.Import):
             for alias in node.names:
-                name = dotted_name(alias.name)
+                name = _analysis.dotted_name(alias.name)
                 q = _known_prefix(name) if name else None
                 if q is not None:
                     yield alias, q
             continue
-        stack.extend(reversed(child_nodes(node)))
+        stack.extend(reversed(_analysis.child_nodes(node)))
 
 
 def _known_prefix(qualname: str):

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-import libcst as cst
-
+from reflint._lazy import lazy
 from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import QN
 
 from ._common import REF_EVIDENCE, parents_of
+
+cst = lazy("libcst")
 
 # Attributes that only describe the ref: harmless after freeze.
 METADATA_ATTRIBUTES = frozenset({

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-import libcst as cst
-
+from reflint._lazy import lazy
 from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
 from ._common import REF_EVIDENCE, ref_name, where_from
+
+cst = lazy("libcst")
 
 
 class VjpOfRefWithoutWithRefs(Rule):

@@ -1,0 +1,56 @@
+"""Modules imported on first use, so that ``import reflint`` (and a check of a file that the
+pre-filter rules out) never pays for libcst and the analysis.
+
+``cst = lazy("libcst")`` is a module object whose first attribute access imports libcst and
+copies its namespace in: from then on ``cst.Name`` is an ordinary module attribute lookup, as
+fast as with ``import libcst as cst``. Rule modules import libcst and the analysis this way,
+so loading the rules (for their codes, names and pre-filter triggers) stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import types
+
+_LOCK = threading.Lock()
+
+
+class LazyModule(types.ModuleType):
+    """Stands for the module ``target`` until an attribute is read."""
+
+    def __init__(self, target: str):
+        super().__init__(f"{target} (lazy)")
+        self.__dict__["_lazy_target"] = target
+
+    def __getattr__(self, attr: str):
+        # Called only for names not (yet) in this object's namespace.
+        target = self.__dict__["_lazy_target"]
+        with _LOCK:
+            module = importlib.import_module(target)
+            if "_lazy_loaded" not in self.__dict__:
+                names = {k: v for k, v in vars(module).items()
+                         if not (k.startswith("__") and k.endswith("__"))}
+                self.__dict__.update(names)
+                self.__dict__["_lazy_loaded"] = True
+        return getattr(module, attr)
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self.__dict__['_lazy_target']!r}>"
+
+
+_MODULES: dict = {}
+
+
+def lazy(target: str) -> LazyModule:
+    """The (shared) lazy stand-in for the module named ``target``."""
+    mod = _MODULES.get(target)
+    if mod is None:
+        mod = _MODULES[target] = LazyModule(target)
+    return mod
+
+
+def loaded(target: str) -> bool:
+    """Whether the lazy stand-in for ``target`` has imported it yet (tests use this)."""
+    mod = _MODULES.get(target)
+    return mod is not None and "_lazy_loaded" in mod.__dict__

@@ -1,0 +1,48 @@
+"""What ``reflint server`` runs in its worker processes: the same calls as ``reflint check``.
+
+Kept apart from reflint.server so that a worker imports neither pygls nor the protocol types:
+only the engine, which imports libcst and the analysis when a document first needs them.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Optional
+
+from .engine import fix_source, lint_source, parse_error
+from .settings import Settings
+
+
+def lint_text(text: str, path: str, settings: Settings) -> list:
+    """The diagnostics of ``text`` as ``reflint check`` reports them for a file ``path``
+    with these bytes (``reflint.cli._lint_task``: a failure is a REF900, not an exception)."""
+    enabled = gc.isenabled()
+    gc.disable()  # as in the CLI: a syntax tree is many young objects without cycles
+    try:
+        return lint_source(text, path, settings).diagnostics
+    except Exception as e:  # noqa: BLE001 - one bad text must not stop the server
+        return [parse_error(path, f"internal error while checking this file: "
+                                  f"{type(e).__name__}: {e}")]
+    finally:
+        if enabled:
+            gc.enable()
+            gc.collect(0)
+
+
+def fix_text(text: str, path: str, settings: Settings) -> tuple:
+    """``reflint check --fix`` on ``text``: (fixed text or None, number of fixes, error)."""
+    try:
+        outcome = fix_source(text, path, settings)
+    except Exception as e:  # noqa: BLE001
+        return None, 0, f"{type(e).__name__}: {e}"
+    if outcome.error or not outcome.fixed:
+        return None, 0, outcome.error
+    return outcome.source, outcome.fixed, None
+
+
+def warm_up() -> Optional[str]:
+    """Import libcst and the analysis now (a worker's first document is then as fast as the
+    next ones): lint a tiny program with a finding."""
+    lint_text("import jax\n\ndef f(x):\n    r = jax.new_ref(x)\n    return r\n", "warm.py",
+              Settings())
+    return None

@@ -1,0 +1,63 @@
+"""reflint.server.Workers: a worker that crashes or hangs is replaced; the server goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pytest
+
+pytest.importorskip("pygls")
+
+from lsp_helpers import die  # noqa: E402
+from reflint import server_worker  # noqa: E402
+from reflint.server import Workers, WorkerCrashed, WorkerTimeout  # noqa: E402
+from reflint.settings import Settings  # noqa: E402
+
+BUGGY = "import jax\nimport jax.numpy as jnp\n\n\ndef f(x):\n    r = jax.new_ref(x)\n    " \
+        "return jnp.sum(r)\n"
+
+
+def test_a_crashing_worker_is_replaced():
+    async def go():
+        w = Workers(1, timeout=60)
+        try:
+            first = await w.call(os.getpid)
+            with pytest.raises(WorkerCrashed):
+                await w.call(die)
+            assert w.restarts == 2  # tried twice: the text itself kills it
+            diags = await w.call(server_worker.lint_text, BUGGY, "a.py", Settings())
+            assert [d.code for d in diags] == ["REF007"]
+            assert await w.call(os.getpid) not in (first, os.getpid())
+        finally:
+            w.close()
+
+    asyncio.run(go())
+
+
+def test_a_hanging_worker_is_stopped():
+    async def go():
+        w = Workers(1, timeout=1.0)
+        try:
+            await w.call(os.getpid)  # started and warm
+            t = time.perf_counter()
+            with pytest.raises(WorkerTimeout):
+                await w.call(time.sleep, 30)
+            assert time.perf_counter() - t < 10
+            diags = await w.call(server_worker.lint_text, BUGGY, "a.py", Settings())
+            assert [d.code for d in diags] == ["REF007"]
+        finally:
+            w.close()
+
+    asyncio.run(go())
+
+
+def test_lint_text_is_reflint_check():
+    from reflint.engine import lint_source
+
+    s = Settings()
+    assert server_worker.lint_text(BUGGY, "a.py", s) == lint_source(BUGGY, "a.py", s).diagnostics
+    fixed, n, error = server_worker.fix_text(BUGGY, "a.py", s)
+    assert (n, error) == (1, None) and "jnp.sum(r[...])" in fixed
+    assert server_worker.fix_text("x = 1\n", "a.py", s) == (None, 0, None)
