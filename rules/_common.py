@@ -98,3 +98,37 @@ def parents_of(analysis) -> dict:
         return parents
 
     return analysis.cached("parents", build)
+
+
+# -- Flax NNX (docs/flax-nnx.md) -------------------------------------------------------------
+
+# The words of the seed's API (flax before 0.12): a file that spells one is written for it.
+_SEED_API = ("use_refs", "to_refs", "to_arrays", "is_hijax")
+
+
+def nnx_words(analysis) -> dict:
+    """How this file's Flax spells refs on/off and the conversions: flax 0.12's
+    `var_defaults`/`with_vars`, or the seed's `use_refs`/`to_refs`/`to_arrays` when the file
+    uses that API (both are recognized; messages speak the file's)."""
+    def build() -> dict:
+        seed = any(w in analysis.source for w in _SEED_API)
+        if seed:
+            return {"off": "with nnx.use_refs(False):", "to_refs": "nnx.to_refs({})",
+                    "to_arrays": "nnx.to_arrays({})"}
+        return {"off": "with nnx.var_defaults(ref=False):",
+                "to_refs": "nnx.with_vars({}, ref=True)",
+                "to_arrays": "nnx.with_vars({}, ref=False)"}
+
+    return analysis.cached("nnx words", build)
+
+
+def nnx_what(ref) -> str:
+    """An NNX object holding refs, in messages."""
+    return {"variable": "a Variable", "module": "an NNX module"}.get(ref.tree, "NNX state")
+
+
+def nnx_root_name(ref) -> str:
+    """The name of the NNX object a Variable was read from (`model` for `model.bias`)."""
+    while ref.root is not None:
+        ref = ref.root
+    return ref.name or "the module"

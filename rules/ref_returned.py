@@ -4,7 +4,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
-from ._common import REF_EVIDENCE, role_word, where_from
+from ._common import REF_EVIDENCE, nnx_what, nnx_words, role_word, where_from
 
 # Roles whose outputs may not contain refs, in the order messages prefer them.
 RETURN_ROLES = tuple(r for r in api.ROLE_ORDER if api.role_info(r).no_ref_outputs)
@@ -86,6 +86,11 @@ class RefReturned(Rule):
                 continue
             ref, path = refs[0]
             inside = f" at {path} of the result" if path else ""
+            if ref.tree:
+                yield Finding(fact.expr, _nnx_message(analysis, fact, role, ref, inside),
+                              related_node=ref.node if ref.origin == "created" else None,
+                              related_message="created here")
+                continue
             if ref.name:
                 subject = ref.name
                 advice = f"return its value {ref.name}[...] instead, or nothing"
@@ -100,3 +105,21 @@ class RefReturned(Rule):
                 msg += ". JAX 0.7.1 does not raise: the caller silently gets an Array snapshot"
             yield Finding(fact.expr, msg, related_node=ref.node if ref.origin == "created"
                           else None, related_message="created here")
+
+
+def _nnx_message(analysis, fact, role, ref, inside) -> str:
+    """A Flax NNX object holding refs returned from a traced function."""
+    words = nnx_words(analysis)
+    subject = ref.name or nnx_what(ref)
+    what = f" ({nnx_what(ref)} holding refs)" if ref.name else " holding refs"
+    where = where_from(analysis, ref) if ref.origin != "created" or ref.name else ""
+    msg = (f"{subject}{what} is returned from {role_word(role)}{inside}{where}; its Variables "
+           f"are refs, and refs cannot be returned from traced functions")
+    if role == api.Role.JIT:
+        obj = ref.name or "model"
+        msg += (f" — use `nnx.jit`, which returns NNX objects holding refs, or create it with "
+                f"refs off (`{words['off']}`) and convert it after the call: "
+                f"`{obj} = {words['to_refs'].format(obj)}`")
+    else:
+        msg += " — return arrays, not the object" + api.role_info(role).return_hint
+    return msg

@@ -78,7 +78,7 @@ class RefUsedAsArray(Rule):
 
     def check(self, analysis):
         for use in analysis.ref_uses:
-            if use.ref.origin == "nnx":  # a module holding refs, not a ref itself
+            if use.ref.tree:  # an NNX Variable/module holding refs: Variables do arithmetic
                 continue
             name = ref_name(analysis, use.expr, use.ref)
             origin = where_from(analysis, use.ref)
