@@ -123,7 +123,9 @@ class ClassInfo:
     name: str
     attrs: dict = field(default_factory=dict)  # self.<attr> -> joined Value
     methods: dict = field(default_factory=dict)  # name -> FuncVal
-    nnx: bool = False  # a Flax NNX Module/Pytree/Variable (a base is one: api NNX_OBJECT)
+    # A Flax NNX class (a base is one, api.Result.NNX_OBJECT): "variable" (a Variable
+    # subclass) or "module" (Module, Pytree); "" for any other class.
+    nnx: str = ""
 
 
 @dataclass(eq=False)
@@ -1093,7 +1095,8 @@ class ModuleAnalysis:
             bv = self._values.get(id(b.value))
             if isinstance(bv, QN):
                 a = api.lookup(bv.qualname)
-                cls.nnx = cls.nnx or (a is not None and a.result is api.Result.NNX_OBJECT)
+                if a is not None and a.result is api.Result.NNX_OBJECT:
+                    cls.nnx = cls.nnx or ("variable" if a.ref_keywords else "module")
             elif isinstance(bv, ClassVal):
                 cls.nnx = cls.nnx or bv.cls.nnx
         saved = (self._current_class, self._class_parent)
@@ -1472,6 +1475,10 @@ class ModuleAnalysis:
             value = cls.attrs.get(attr)
             if value is None:
                 value = self._new_attrs.get(id(cls), {}).get(attr)
+            if isinstance(value, RefVal) and value.tree and value.kwargs.get("ref"):
+                # A Variable created with `ref=True` holds a ref in every instance: one per
+                # instance, so never compared for aliasing.
+                return dataclasses.replace(value, unique=False)
             if isinstance(value, RefVal) and value.tree:
                 # An NNX object's attribute holds refs only in instances created with refs
                 # on, which are RefVals themselves; this instance is not known to be one
@@ -1531,7 +1538,8 @@ class ModuleAnalysis:
             if fv.cls.nnx and self._refs_mode:
                 # An NNX Module/Pytree created with refs on: its Variables hold refs.
                 return RefVal(key=("new", id(node)), origin="created", node=node,
-                              scope=self._func, tree="module", cls=fv.cls)
+                              scope=self._func, tree=fv.cls.nnx,
+                              cls=fv.cls if fv.cls.nnx == "module" else None)
             return inst
         if isinstance(fv, SpecialVal):
             return self._call_special(node, fv, args, state)
@@ -1633,9 +1641,9 @@ class ModuleAnalysis:
         pos = [(arg, v) for arg, v in args if not arg.keyword and not arg.star]
         first = pos[0][1] if pos else None
 
-        def tree(kind="state", cls=None) -> RefVal:
+        def tree(kind="state", cls=None, explicit=False) -> RefVal:
             return RefVal(key=("new", id(node)), origin="created", node=node, scope=self._func,
-                          tree=kind, cls=cls)
+                          tree=kind, cls=cls, kwargs={"ref": True} if explicit else {})
 
         def converted() -> RefVal:  # a copy of ``first`` whose Variables are refs
             cls = first.cls if isinstance(first, (RefVal, InstanceVal)) else None
@@ -1667,16 +1675,16 @@ class ModuleAnalysis:
                 return tree("module")
             return None
         if a.result is R.NNX_OBJECT:
-            on = self._refs_mode
+            on, explicit = self._refs_mode, False
             for k in a.ref_keywords:
                 if k in kw:
-                    on = _bool_constant(kw[k][0].value)
+                    on = explicit = _bool_constant(kw[k][0].value)
                     if on is None:
                         return None
                     if not on:
                         return NnxVal("variable", node, arrays=True)
             kind = "variable" if a.ref_keywords else "module"
-            return tree(kind) if on else NnxVal(kind, node)
+            return tree(kind, explicit=explicit) if on else NnxVal(kind, node)
         return None
 
     def _mark_refs_mode(self, info: FunctionInfo) -> None:

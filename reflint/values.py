@@ -177,7 +177,8 @@ def tree_attribute(base: RefVal, attr: str, attrs: Optional[dict] = None) -> Opt
         tree, cls = value.kind, value.cls
     elif isinstance(value, InstanceVal) and value.cls.nnx:
         ident, tree, cls = ("nnx", id(value.node)) if value.node is not None else \
-            ("attr", attr), "module", value.cls
+            ("attr", attr), value.cls.nnx, \
+            value.cls if value.cls.nnx == "module" else None
     else:
         return None
     name = f"{base.name}.{attr}" if base.name else ""

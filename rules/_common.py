@@ -114,10 +114,12 @@ def nnx_words(analysis) -> dict:
         seed = any(w in analysis.source for w in _SEED_API)
         if seed:
             return {"off": "with nnx.use_refs(False):", "to_refs": "nnx.to_refs({})",
-                    "to_arrays": "nnx.to_arrays({})"}
+                    "to_arrays": "nnx.to_arrays({})",
+                    "ref_variable": "nnx.Variable(..., is_hijax=True)"}
         return {"off": "with nnx.var_defaults(ref=False):",
                 "to_refs": "nnx.with_vars({}, ref=True)",
-                "to_arrays": "nnx.with_vars({}, ref=False)"}
+                "to_arrays": "nnx.with_vars({}, ref=False)",
+                "ref_variable": "nnx.Variable(..., ref=True)"}
 
     return analysis.cached("nnx words", build)
 

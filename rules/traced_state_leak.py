@@ -5,9 +5,9 @@ import libcst as cst
 from reflint import api
 from reflint.analysis import walk_nodes
 from reflint.rule import Finding, Rule
-from reflint.values import ArrayVal, ClassVal, InstanceVal, QN
+from reflint.values import ArrayVal, ClassVal, InstanceVal, QN, RefVal
 
-from ._common import role_word
+from ._common import nnx_words, role_word
 
 # Trace kinds under which Python code runs once per trace (not per call, iteration or element)
 # and under which values are tracers. Plain grad/custom_vjp/checkpoint re-trace on every call.
@@ -134,6 +134,17 @@ class TracedStateLeak(Rule):
                 if not isinstance(node.value, cst.Name):
                     continue
                 obj = node.value.value
+                nnx_arg = _nnx_argument(analysis, func, node.value, aw.base)
+                if nnx_arg is not None:
+                    yield Finding(node, f"`{obj}.{attr} {_op(stmt)}` sets an attribute of the "
+                                  f"NNX object `{obj}` passed to {_where(nnx_arg, func)}: JAX "
+                                  f"traces a copy of its Variables, so the new attribute is "
+                                  f"silently lost when `{func.name}` returns (Flax raises no "
+                                  f"error). Use {_nnx_spelling(nnx_arg)}, which carries "
+                                  f"attribute changes back, or keep the value in a Variable "
+                                  f"holding a ref (`{nnx_words(analysis)['ref_variable']}`) "
+                                  f"and write it with `{obj}.{attr}[...] = ...`")
+                    continue
                 if _is_self_of_traced_method(analysis, func, node.value):
                     own = _own_leak_kind(func)
                     yield Finding(node, f"`self.{attr} {_op(stmt)}` sets an attribute of `self` "
@@ -147,9 +158,20 @@ class TracedStateLeak(Rule):
                 scope = analysis.free_name_scope(obj, func)
                 if scope is None or _same_trace(analysis, scope, func):
                     continue
+                where = "global" if scope.is_module else "closed-over"
+                if _nnx_object(scope.summary.get(obj)):
+                    yield Finding(node, f"`{obj}.{attr} {_op(stmt)}` sets an attribute of the "
+                                  f"{where} NNX object `{obj}` inside {_where(kind, func)}; "
+                                  f"Flax raises `TraceContextError: Cannot mutate ... from "
+                                  f"different trace level` (under every JAX and NNX "
+                                  f"transform). Pass `{obj}` to the function as an argument of "
+                                  f"an NNX transform (`nnx.jit`, `nnx.vmap` ...), which carries "
+                                  f"attribute changes back, or keep the value in a Variable "
+                                  f"holding a ref (`{nnx_words(analysis)['ref_variable']}`) "
+                                  f"and write it with `{obj}.{attr}[...] = ...`")
+                    continue
                 if not _plain_local_instance(analysis, scope.summary.get(obj), attr):
                     continue
-                where = "global" if scope.is_module else "closed-over"
                 yield Finding(node, f"`{obj}.{attr} {_op(stmt)}` sets an attribute of the {where} "
                               f"object `{obj}` inside {_where(kind, func)}; it runs once, when "
                               f"JAX traces `{func.name}`, not on every "
@@ -294,11 +316,42 @@ def _attribute_targets(stmt, attr):
     return out
 
 
+def _nnx_object(value) -> bool:
+    """A Flax NNX Module/Pytree: an instance of an NNX class of this file, or an NNX object
+    holding refs (Flax forbids setting its attributes from inside a trace)."""
+    if isinstance(value, InstanceVal):
+        return value.cls.nnx == "module"
+    return isinstance(value, RefVal) and value.tree == "module"
+
+
+def _nnx_argument(analysis, func, name_node, base):
+    """The role under which ``func`` gets the NNX module ``name_node`` names as its own
+    argument, when that transform (jax.jit, jax.vmap ...) does not carry attribute changes
+    back, as NNX transforms do; None otherwise."""
+    if not (isinstance(base, RefVal) and base.tree == "module" and base.origin == "param"
+            and base.scope is func and base.root is None):
+        return None
+    own = _own_leak_kind(func)
+    if own is None or any(api.role_info(k).graph_updates for k in func.role_kinds()):
+        return None
+    return own
+
+
+def _nnx_spelling(kind) -> str:
+    """The NNX transform to use instead of ``kind``'s JAX one (`nnx.jit` for jax.jit)."""
+    nnx = {api.role_info(r).spelled.split(".")[-1]: api.role_info(r).spelled
+           for r in api.Role if api.role_info(r).graph_updates}
+    word = str(kind)
+    return f"`{nnx[word]}`" if word in nnx else "the NNX transform (`nnx.jit`, `nnx.vmap` ...)"
+
+
 def _is_self_of_traced_method(analysis, func, name_node) -> bool:
     if not func.is_method or not func.params or func.params[0].name != name_node.value:
         return False
     if _own_leak_kind(func) is None:
         return False
+    if any(api.role_info(k).graph_updates for k in func.role_kinds()):
+        return False  # nnx.jit ... carry attribute changes of `self` back
     v = analysis.value_of(name_node)
     return isinstance(v, InstanceVal) and v.cls is func.cls
 

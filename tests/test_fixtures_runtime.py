@@ -9,6 +9,10 @@ Fixtures matched by ``MISSING_IN_INSTALLED_JAX`` use names that the installed JA
 default lint target) does not have: running them must fail with JAX's own AttributeError or
 ImportError, which shows that the static verdict (REF015: the name does not exist) is right.
 Each fixture is a fresh process, like a user's run.
+
+A fixture whose first line is ``# runtime: skip (REASON)`` is linted but not run (code for an
+API the installed libraries lack: the seed's Flax NNX API before flax 0.12), and a fixture
+expecting a code no rule of this checkout has yet is not run either.
 """
 
 import fnmatch
@@ -22,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from reflint.codes import CODES
 from reflint.runtime import NOT_ENFORCEABLE
 from reflint.settings import DEFAULT_TARGET_JAX_VERSION
 
@@ -50,6 +55,22 @@ MISSING_IN_INSTALLED_JAX: dict[str, str] = {
 # Third-party libraries some fixtures import; without them installed the fixture is skipped.
 OPTIONAL_LIBRARIES = ("flax", "optax", "chex", "equinox")
 IMPORT_RE = re.compile(r"^\s*(?:import|from)\s+(\w+)", re.M)
+
+
+RUNTIME_SKIP_RE = re.compile(r"\A#\s*runtime:\s*skip\b\s*(.*)")
+
+
+def runtime_skip(path: Path) -> str | None:
+    """Why the fixture is not run: its first-line ``# runtime: skip (...)`` comment, or a code
+    no rule has yet; None when it runs."""
+    text = path.read_text(encoding="utf-8")
+    m = RUNTIME_SKIP_RE.match(text)
+    if m:
+        return m.group(1).strip() or "runtime: skip"
+    pending = expected_codes(path) - set(CODES)
+    if pending:
+        return f"expects {', '.join(sorted(pending))}: no rule yet"
+    return None
 
 
 def missing_libraries(path: Path) -> list[str]:
@@ -98,7 +119,8 @@ def results(request):
     chosen = {item.callspec.params["path"] for item in request.session.items
               if getattr(item, "module", None) is request.module
               and "path" in getattr(getattr(item, "callspec", None), "params", {})}
-    files = [p for p in FILES if p in chosen and not missing_libraries(p)]
+    files = [p for p in FILES if p in chosen and not missing_libraries(p)
+             and not runtime_skip(p)]
     with ThreadPoolExecutor(max_workers=JOBS) as pool:
         return dict(zip(files, pool.map(_run, files)))
 
@@ -119,6 +141,8 @@ def test_fixture_under_runtime(results, path):
     missing = missing_libraries(path)
     if missing:
         pytest.skip(f"needs {', '.join(missing)} (not installed)")
+    if runtime_skip(path):
+        pytest.skip(runtime_skip(path))
     p = results[path]
     device = next((ln for ln in p.stderr.splitlines() if "default device" in ln), "?")
     print(f"{path.relative_to(FIXTURES)}: {device}")
