@@ -332,6 +332,7 @@ class Api:
     accepts_refs_since: Optional[tuple] = None  # an array function that takes refs since
     # NNX_OBJECT: keywords that turn refs on (True) or off (False) for this object alone.
     ref_keywords: tuple = ()
+    seed_api: bool = False  # Flax NNX's API of seed 001 (before flax 0.12), not in 0.12
 
 
 def _lax(name: str) -> tuple:
@@ -344,6 +345,7 @@ def _src(mod: str, name: str) -> tuple:
     return (f"jax.{name}", f"jax._src.{mod}.{name}")
 
 
+SEED_REF_KEYWORD = "is_hijax"  # `nnx.Variable(x, is_hijax=True)`: the seed's ref Variable
 _GRAD_LIKE = dict(family=Family.TRANSFORM, result=Result.FUNCTION, argnums=True,
                   runtime="grad")
 _REST3 = Src(3, rest=True)
@@ -491,7 +493,7 @@ APIS: tuple = (
     # Flax NNX: a module/state whose arrays were turned into refs (the seed's API).
     Api("to_refs", ("flax.nnx.to_refs", "flax.nnx.variablelib.to_refs",
                     "flax.nnx.graphlib.to_refs"),
-        Family.NNX, Result.REF_TREE, ref_source=True),
+        Family.NNX, Result.REF_TREE, ref_source=True, seed_api=True),
     # -- Flax NNX (docs/flax-nnx.md) -------------------------------------------------------------
     # Refs on/off: `with nnx.var_defaults(ref=True):` (flax 0.12), `with nnx.use_refs(True):`
     # (the seed's API, before 0.12); also called as a plain statement (a global switch) or as a
@@ -499,13 +501,13 @@ APIS: tuple = (
     Api("var_defaults", ("flax.nnx.var_defaults", "flax.nnx.variablelib.var_defaults"),
         Family.NNX, Result.REF_SWITCH, ref_source=True),
     Api("use_refs", ("flax.nnx.use_refs", "flax.nnx.variablelib.use_refs"),
-        Family.NNX, Result.REF_SWITCH, ref_source=True),
+        Family.NNX, Result.REF_SWITCH, ref_source=True, seed_api=True),
     Api("with_vars", ("flax.nnx.with_vars", "flax.nnx.graphlib.with_vars", "flax.nnx.vars_as",
                       "flax.nnx.graphlib.vars_as"),
         Family.NNX, Result.NNX_WITH_VARS, ref_source=True),
     Api("to_arrays", ("flax.nnx.to_arrays", "flax.nnx.variablelib.to_arrays",
                       "flax.nnx.graphlib.to_arrays"),
-        Family.NNX, Result.ARRAY_TREE),
+        Family.NNX, Result.ARRAY_TREE, seed_api=True),
     Api("nnx_split", ("flax.nnx.split", "flax.nnx.graphlib.split"), Family.NNX,
         Result.NNX_SPLIT),
     Api("nnx_merge", ("flax.nnx.merge", "flax.nnx.graphlib.merge"), Family.NNX,
@@ -515,7 +517,8 @@ APIS: tuple = (
     Api("nnx_variable", tuple(f"flax.nnx.{m}{v}" for m in ("", "variablelib.") for v in (
         "Variable", "Param", "BatchStat", "Cache", "Intermediate", "Perturbation"))
         + ("flax.nnx.rnglib.RngState", "flax.nnx.rnglib.RngKey", "flax.nnx.rnglib.RngCount"),
-        Family.NNX, Result.NNX_OBJECT, ref_keywords=("ref", "is_hijax"), word="a Variable"),
+        Family.NNX, Result.NNX_OBJECT, ref_keywords=("ref", SEED_REF_KEYWORD),
+        word="a Variable"),
     # Base classes of the module's own NNX classes, and flax's objects that hold Variables.
     Api("nnx_module", ("flax.nnx.Module", "flax.nnx.module.Module", "flax.nnx.Pytree",
                        "flax.nnx.pytreelib.Pytree", "flax.nnx.Object", "flax.nnx.object.Object"),
@@ -628,6 +631,10 @@ def spelled_names(names) -> list:
     return sorted({qn.rsplit(".", 1)[-1] for qn, canon in CANONICAL.items() if canon in names})
 
 
+# The words of the seed's NNX API (flax before 0.12): a file spelling one is written for it.
+SEED_NNX_WORDS = tuple(spelled_names(names_where(lambda a: a.seed_api))) + (SEED_REF_KEYWORD,)
+
+
 def ref_source_names() -> list:
     """The words of REF_SOURCES: a file without any cannot hold a ref the analysis sees
     (unless it passes one of REF_KEYWORDS: see ref_trigger)."""
@@ -636,9 +643,9 @@ def ref_source_names() -> list:
 
 def ref_trigger() -> str:
     """The pre-filter regex of the rules that need a ref: a word of REF_SOURCES, or one of
-    REF_KEYWORDS passed to a call (`nnx.Param(x, ref=True)`)."""
-    return r"\b(?:(?:" + "|".join(spelled_names(REF_SOURCES)) + r")\b|" + "|".join(
-        rf"{k}\s*=(?!=)" for k in sorted(REF_KEYWORDS)) + r")"
+    REF_KEYWORDS (passed to a call: `nnx.Param(x, ref=True)`; as a word, since a keyword
+    argument may be spelled across lines)."""
+    return r"\b(?:" + "|".join(spelled_names(REF_SOURCES) + sorted(REF_KEYWORDS)) + r")\b"
 
 
 def trigger_words(names) -> str:

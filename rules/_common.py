@@ -102,16 +102,12 @@ def parents_of(analysis) -> dict:
 
 # -- Flax NNX (docs/flax-nnx.md) -------------------------------------------------------------
 
-# The words of the seed's API (flax before 0.12): a file that spells one is written for it.
-_SEED_API = ("use_refs", "to_refs", "to_arrays", "is_hijax")
-
-
 def nnx_words(analysis) -> dict:
     """How this file's Flax spells refs on/off and the conversions: flax 0.12's
     `var_defaults`/`with_vars`, or the seed's `use_refs`/`to_refs`/`to_arrays` when the file
     uses that API (both are recognized; messages speak the file's)."""
     def build() -> dict:
-        seed = any(w in analysis.source for w in _SEED_API)
+        seed = any(w in analysis.source for w in api.SEED_NNX_WORDS)
         if seed:
             return {"off": "with nnx.use_refs(False):", "to_refs": "nnx.to_refs({})",
                     "to_arrays": "nnx.to_arrays({})",

@@ -54,7 +54,7 @@ def test_every_role_has_its_properties_and_every_callee_a_known_role():
 
 
 def test_derived_tables_follow_the_entries():
-    assert api.MAP_TRANSFORMS == {"vmap", "pmap", "shard_map"}
+    assert api.MAP_TRANSFORMS == {"vmap", "pmap", "shard_map", "nnx_vmap"}
     assert api.ARRAY_RESULT_APIS >= {"freeze", "ref_get", "ref_swap", "stop_gradient"}
     assert "jit" in api.ONCE_PER_TRACE_APIS and "grad" not in api.ONCE_PER_TRACE_APIS
     assert "pallas_call" in api.REF_SOURCES and "kernel" in api.REF_SOURCES
