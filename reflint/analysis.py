@@ -167,6 +167,41 @@ class RefAccess:
 
 
 @dataclass(eq=False)
+class VjpCall:
+    """``jax.vjp(f, *primals)``: the primal values, and the calls of the VJP function it
+    returns (``applications``)."""
+
+    node: cst.Call
+    func: "FunctionInfo"
+    target: "FunctionInfo"
+    primals: list  # (Value, expr) per primal argument
+
+
+@dataclass(eq=False)
+class VjpApplication:
+    """A call of a VJP function: directly (``with_refs`` None) or after
+    ``vjp_fn.with_refs(...)`` (the with_refs call, and how many entries it was given, None if
+    unknown)."""
+
+    node: cst.Call
+    vjp: VjpCall
+    func: "FunctionInfo"
+    with_refs: Optional[cst.Call] = None
+    entries: Optional[int] = None
+
+
+@dataclass(eq=False)
+class WithRefs:
+    """``vjp_fn.with_refs(*entries)``: the entries as (cst.Arg, Value), None when some are
+    starred or given by keyword."""
+
+    node: cst.Call
+    vjp: VjpCall
+    func: "FunctionInfo"
+    entries: Optional[list]
+
+
+@dataclass(eq=False)
 class Creation:
     node: cst.Call
     func: FunctionInfo
@@ -683,6 +718,9 @@ class ModuleAnalysis:
         self.accesses: list[RefAccess] = []
         self.creations: list[Creation] = []
         self.freezes: list[Freeze] = []
+        self.vjp_calls: list[VjpCall] = []
+        self.vjp_applications: list[VjpApplication] = []
+        self.with_refs_calls: list[WithRefs] = []
         self.after_freeze: list[UseAfterFreeze] = []
         self.traced_calls: list[TracedCall] = []
         self.plain_calls: list[PlainCall] = []
@@ -1491,6 +1529,8 @@ class ModuleAnalysis:
             if attr in base.cls.methods:
                 return base.cls.methods[attr]
             return None
+        if isinstance(base, SpecialVal) and base.kind == "vjp_fn" and attr == "with_refs":
+            return SpecialVal("vjp_with_refs", base.target, base.node, base.api_name)
         if isinstance(base, FuncVal):
             if attr == "defvjp":
                 return SpecialVal("defvjp", base)
@@ -1740,6 +1780,20 @@ class ModuleAnalysis:
         self._add_role(info, callee.role, node)
 
     def _call_special(self, node, fv: SpecialVal, args, state) -> Optional[Value]:
+        if fv.kind == "vjp_fn":  # the VJP function applied to cotangents
+            self.vjp_applications.append(VjpApplication(node, fv.target, self._func))
+            return None
+        if fv.kind == "vjp_with_refs":  # vjp_fn.with_refs(*entries): a VJP function again
+            plain = not any(arg.star or arg.keyword for arg, _ in args)
+            self.with_refs_calls.append(WithRefs(node, fv.target, self._func,
+                                                 list(args) if plain else None))
+            entries = len(args) if plain else None
+            return SpecialVal("vjp_bound", (fv.target, node, entries), node, fv.api_name)
+        if fv.kind == "vjp_bound":
+            vjp, with_refs, entries = fv.target
+            self.vjp_applications.append(VjpApplication(node, vjp, self._func, with_refs,
+                                                        entries))
+            return None
         if fv.kind == "defvjp":
             primal: FuncVal = fv.target
             fns = [v for a, v in args if not a.keyword][:2]
@@ -1788,6 +1842,10 @@ class ModuleAnalysis:
             return None
         positional = [(arg, v, arg.value) for arg, v in rest if not arg.keyword and not arg.star]
         self._bind_call(node, wrapped, positional, {}, "traced")
+        if a.result is api.Result.VJP and not any(arg.star for arg, _ in rest):
+            vjp = VjpCall(node, self._func, target.info, [(v, e) for _, v, e in positional])
+            self.vjp_calls.append(vjp)
+            return SeqVal((None, SpecialVal("vjp_fn", vjp, node, a.name)))
         return None
 
     def _call_func(self, node: cst.Call, fv: FuncVal, args: list, state: _State):

@@ -250,6 +250,7 @@ class Family(enum.Enum):
     PARTIAL = "partial application"
     NNX = "Flax NNX"
     ARRAY = "array function"  # an array function with meaning for the analysis
+    GRAD_ENTRY = "with_refs entry"  # jax.ad.GradValue() / DontWant(): what a VJP gives back
 
 
 class Result(enum.Enum):
@@ -272,6 +273,7 @@ class Result(enum.Enum):
     LAUNCHER = "a callable that runs the kernel on its operands"
     PAIR = "a pair"  # scan: (carry, ys)
     PASS_THROUGH = "its operands"  # optimization_barrier
+    VJP = "(outputs, a VJP function)"  # jax.vjp
 
 
 @dataclass(frozen=True)
@@ -330,6 +332,8 @@ class Api:
     runtime: str = ""  # how reflint.runtime wraps it: "jit", "map", "remat", "grad", "call"
     ref_source: bool = False  # a value the analysis can see as a Ref comes from it
     accepts_refs_since: Optional[tuple] = None  # an array function that takes refs since
+    # A grad-like transform given a Ref to differentiate: JAX's error, by version (REF016).
+    ref_argument_error: tuple = ()
     # NNX_OBJECT: keywords that turn refs on (True) or off (False) for this object alone.
     ref_keywords: tuple = ()
     seed_api: bool = False  # Flax NNX's API of seed 001 (before flax 0.12), not in 0.12
@@ -348,6 +352,15 @@ def _src(mod: str, name: str) -> tuple:
 SEED_REF_KEYWORD = "is_hijax"  # `nnx.Variable(x, is_hijax=True)`: the seed's ref Variable
 _GRAD_LIKE = dict(family=Family.TRANSFORM, result=Result.FUNCTION, argnums=True,
                   runtime="grad")
+_GET_ERROR = "JAX fails with ``ValueError: `get` must be called on `Ref` types``"
+
+
+def _ref_argument_error(name: str) -> tuple:
+    """What grad-like ``name`` does given a Ref to differentiate (measured 0.10.2-0.12.0.1)."""
+    return ((None, "JAX fails in the backward pass with `ValueError: Expected cotangent type "
+                   "Ref{...} but got ...`"),
+            ((0, 11), f"JAX raises `TypeError: {name} cannot differentiate with respect to a "
+                      f"Ref-typed argument`"))
 _REST3 = Src(3, rest=True)
 
 APIS: tuple = (
@@ -393,16 +406,21 @@ APIS: tuple = (
                       "jax._src.shard_map.shard_map"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.SHARD_MAP, word="a shard_map function",
         runtime="map"),
-    Api("grad", _src("api", "grad"), role=Role.GRAD, **_GRAD_LIKE),
+    Api("grad", _src("api", "grad"), role=Role.GRAD,
+        ref_argument_error=_ref_argument_error("grad"), **_GRAD_LIKE),
     Api("value_and_grad", _src("api", "value_and_grad"), role=Role.VALUE_AND_GRAD,
-        **_GRAD_LIKE),
+        ref_argument_error=_ref_argument_error("grad"), **_GRAD_LIKE),
     Api("jacrev", ("jax.jacrev", "jax.jacobian", "jax._src.api.jacrev"), role=Role.JACREV,
+        ref_argument_error=_ref_argument_error("jacrev"), **_GRAD_LIKE),
+    # Forward mode: even JAX 0.12 fails with "`get` must be called on `Ref` types".
+    Api("jacfwd", _src("api", "jacfwd"), role=Role.JACFWD,
+        ref_argument_error=((None, _GET_ERROR),), **_GRAD_LIKE),
+    Api("hessian", _src("api", "hessian"), role=Role.HESSIAN,
+        ref_argument_error=((None, _GET_ERROR), _ref_argument_error("jacrev")[1]),
         **_GRAD_LIKE),
-    Api("jacfwd", _src("api", "jacfwd"), role=Role.JACFWD, **_GRAD_LIKE),
-    Api("hessian", _src("api", "hessian"), role=Role.HESSIAN, **_GRAD_LIKE),
     Api("jvp", _src("api", "jvp"), Family.TRANSFORM, Result.UNKNOWN, role=Role.JVP,
-        primals="tuple", runtime="call"),
-    Api("vjp", _src("api", "vjp"), Family.TRANSFORM, Result.UNKNOWN, role=Role.VJP,
+        primals="tuple", runtime="call", ref_argument_error=((None, _GET_ERROR),)),
+    Api("vjp", _src("api", "vjp"), Family.TRANSFORM, Result.VJP, role=Role.VJP,
         primals="varargs", runtime="call"),
     Api("linearize", _src("api", "linearize"), Family.TRANSFORM, Result.UNKNOWN,
         role=Role.LINEARIZE, primals="varargs", runtime="call"),
@@ -490,6 +508,10 @@ APIS: tuple = (
                                  "jax._src.ad_checkpoint.optimization_barrier"),
         Family.ARRAY, Result.PASS_THROUGH, accepts_refs_since=(0, 12, 0)),
     Api("partial", ("functools.partial",), Family.PARTIAL),
+    # Entries of `vjp_fn.with_refs(...)` other than a gradient ref (JAX 0.10.2 and later).
+    Api("GradValue", ("jax.ad.GradValue",), Family.GRAD_ENTRY, word="return the gradient as a "
+        "value"),
+    Api("DontWant", ("jax.ad.DontWant",), Family.GRAD_ENTRY, word="skip the gradient"),
     # Flax NNX: a module/state whose arrays were turned into refs (the seed's API).
     Api("to_refs", ("flax.nnx.to_refs", "flax.nnx.variablelib.to_refs",
                     "flax.nnx.graphlib.to_refs"),
@@ -537,11 +559,14 @@ APIS: tuple = (
         Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_VMAP, word="an nnx.vmap function"),
     Api("nnx_scan", ("flax.nnx.scan", "flax.nnx.transforms.iteration.scan"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_SCAN, word="an nnx.scan body"),
+    # nnx.grad of a module holding refs fails like jax.grad (measured, REF016).
     Api("nnx_grad", ("flax.nnx.grad", "flax.nnx.transforms.autodiff.grad"),
-        Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_GRAD, argnums=True),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_GRAD, argnums=True,
+        ref_argument_error=_ref_argument_error("grad")),
     Api("nnx_value_and_grad", ("flax.nnx.value_and_grad",
                                "flax.nnx.transforms.autodiff.value_and_grad"),
-        Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_VALUE_AND_GRAD, argnums=True),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_VALUE_AND_GRAD, argnums=True,
+        ref_argument_error=_ref_argument_error("grad")),
     Api("nnx_remat", ("flax.nnx.remat", "flax.nnx.transforms.autodiff.remat"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_REMAT,
         word="a checkpointed (nnx.remat) function"),

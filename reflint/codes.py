@@ -16,6 +16,8 @@ CODES: dict[str, str] = {
     "REF013": "array-item-assignment",
     "REF014": "redundant-donation",
     "REF015": "unavailable-jax-api",
+    "REF016": "grad-with-respect-to-ref",
+    "REF017": "vjp-of-ref-without-with-refs",
     "REF900": "parse-error",
     "REF901": "unknown-noqa-code",
     "REF902": "unused-noqa",

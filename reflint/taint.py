@@ -96,6 +96,12 @@ def differentiated_params(analysis, info) -> Optional[tuple]:
     return frozenset(names), best.kind, best.node
 
 
+def differentiated_param_names(analysis, info, role) -> Optional[set]:
+    """The names of ``info``'s parameters that ``role`` (a grad-like transform applied to it)
+    differentiates, or None when they cannot be determined."""
+    return _role_params(analysis, info, role)
+
+
 def _role_params(analysis, info, role) -> Optional[set]:
     if info.is_method and not isinstance(role.node, cst.Call):
         return None

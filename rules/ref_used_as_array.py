@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from reflint import api
 from reflint.diagnostics import SAFE, UNSAFE
 from reflint.rule import Finding, Rule
 
@@ -63,6 +64,10 @@ class RefUsedAsArray(Rule):
     '_add'`. `ref.T` / `ref.reshape` inside jit return a ref view from 0.7.2 on. `ref.ndim` and
     `ref.size` work at top level from 0.9 / 0.10.2. `x_ref == 0` is silently
     `False` at top level and raises `'AbstractRef' object has no attribute '_eq'` inside jit.
+    JAX 0.12 says "sin got a Ref of type Ref{...} ... Did you forget to read its value with
+    `ref[...]`?", also for `jnp.asarray(ref)` inside jit (silently a Ref-typed tracer on 0.10.2).
+    `jax.lax.optimization_barrier` takes refs from JAX 0.12 on (a bare `AssertionError` on
+    0.10.2): it is reported only for older targets.
 
     ## Runtime message
     `ValueError: Attempting to pass a Ref Ref{float32[3]} to a primitive: sin -- did you forget
@@ -77,9 +82,12 @@ class RefUsedAsArray(Rule):
     triggers = REF_EVIDENCE
 
     def check(self, analysis):
+        version = analysis.settings.target_jax_version
         for use in analysis.ref_uses:
             if use.ref.tree:  # an NNX Variable/module holding refs: Variables do arithmetic
                 continue
+            if use.kind == "call_arg" and api.accepts_refs(use.detail, version):
+                continue  # e.g. lax.optimization_barrier takes refs from JAX 0.12
             name = ref_name(analysis, use.expr, use.ref)
             origin = where_from(analysis, use.ref)
             if use.kind == "binop":

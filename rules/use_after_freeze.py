@@ -138,6 +138,9 @@ def _runtime(analysis, event, kind, version) -> str:
                     "argument, so the frozen value and the ref diverge")
         return ("Inside a traced function, freezing a ref argument already fails on this JAX "
                 "version (IndexError: list index out of range)")
+    if kind == "write" and version >= (0, 12):
+        return ("Inside a traced function JAX 0.12 accepts the write silently: the ref changes "
+                "but the frozen Array does not, and the two diverge")
     return {
         "read": "Inside a traced function JAX raises ValueError: `get` must be called on `Ref` "
                 "types",

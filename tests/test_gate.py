@@ -311,16 +311,17 @@ def analysis_facts(source, path):
     (a mutation in a function traced once per call, of a container, instance or ``self`` the
     rule considers); REF013's (an item assignment whose base it takes for an Array)."""
     module = engine.parse_module(source)
-    a = ModuleAnalysis(module, path)
-    a.settings, a.source = ALL, source
+    a = ModuleAnalysis(module, path, ALL, source)
     refs = bool(a.creations) or bool(a._pallas_kernels) or \
         any(isinstance(v, RefVal) for v in a._values.values())
     leak = False
-    for _, _, _, f, t in a.item_writes:
+    for w in a.item_writes:
+        f, t = w.func, w.target
         if tsl._leak_kind(a, f) is not None and isinstance(t.value, cst.Name) and \
                 tsl._outer_container_scope(a, t.value.value, f) is not None:
             leak = True
-    for stmt, _, attr, _, f in a.attribute_writes:
+    for aw in a.attribute_writes:
+        stmt, attr, f = aw.stmt, aw.attr, aw.func
         if tsl._leak_kind(a, f) is None:
             continue
         for node in tsl._attribute_targets(stmt, attr):
@@ -331,13 +332,14 @@ def analysis_facts(source, path):
                     scope is not None and
                     tsl._plain_local_instance(a, scope.summary.get(node.value.value), attr)):
                 leak = True
-    for call, _, method, f in a.mutating_calls:
+    for mc in a.mutating_calls:
+        call, method, f = mc.call, mc.method, mc.func
         if tsl._leak_kind(a, f) is not None and method in tsl.STORE_METHODS and \
                 isinstance(call.func.value, cst.Name) and \
                 tsl._outer_container_scope(a, call.func.value.value, f) is not None:
             leak = True
-    array_item = any(aia._array_reason(a, base, t.value, f) is not None
-                     for _, base, _, f, t in a.item_writes)
+    array_item = any(aia._array_reason(a, w.base, w.target.value, w.func) is not None
+                     for w in a.item_writes)
     return refs, leak, array_item
 
 

@@ -161,6 +161,9 @@ def _uses(a: api.Api, f: str, body: str, rng: random.Random) -> list:
                 f"{body.format(ind=ind + ind).replace('x', 'x_ref')}\n"]
     if fam is F.PARTIAL:
         return [fn + f"k = jax.jit({f}(h, r))\nk(r)\n", fn + f"k = {f}(jax.vmap, in_axes=0)(h)\n"]
+    if fam is F.GRAD_ENTRY:
+        return [fn + f"_, v = jax.vjp(h, r)\nv.with_refs({f}())(1.0)\nv(1.0)\n",
+                fn + f"_, v = jax.vjp(h, xs, r)\nv.with_refs({f}(), r)(1.0)\n"]
     if fam is F.NNX:
         return [f"def g(model):\n{ind}m = {f}(model)\n{ind}return jax.jit(lambda q: q)(m)\n"]
     raise AssertionError(f"no template for {fam}")  # pragma: no cover - every family above
