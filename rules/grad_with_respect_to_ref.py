@@ -146,9 +146,9 @@ class GradWithRespectToRef(Rule):
         spelled = api.role_info(t.kind).spelled or str(t.kind)
         arg = ref_name(analysis, binding.expr, ref) if binding.expr is not None else param
         what = f"{arg}{path}" if path else arg
-        kind = f"{nnx_what(ref)} holding refs" if ref.tree else "a Ref"
+        kind = "" if ref.tree else ", a Ref"  # where_from says what an NNX object is
         head = (f"{spelled} differentiates {target.name} with respect to `{param}`, which "
-                f"receives {what}, {kind}{where_from(analysis, ref)}")
+                f"receives {what}{kind}{where_from(analysis, ref)}")
         runtime = api.by_version(api.API[t.kind].ref_argument_error, version)
         if version >= (0, 11):
             instead = (f"differentiate its value ({arg}[...]) instead, or use jax.vjp and bind "

@@ -12,7 +12,7 @@ Each fixture is a fresh process, like a user's run.
 
 A fixture whose first line is ``# runtime: skip (REASON)`` is linted but not run (code for an
 API the installed libraries lack: the seed's Flax NNX API before flax 0.12), and a fixture
-expecting a code no rule of this checkout has yet is not run either.
+expecting a code no rule (or no runtime check) of this checkout has yet is not run either.
 """
 
 import fnmatch
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from reflint.codes import CODES
-from reflint.runtime import NOT_ENFORCEABLE
+from reflint.runtime import ERROR_CLASSES, NOT_ENFORCEABLE
 from reflint.settings import DEFAULT_TARGET_JAX_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +70,9 @@ def runtime_skip(path: Path) -> str | None:
     pending = expected_codes(path) - set(CODES)
     if pending:
         return f"expects {', '.join(sorted(pending))}: no rule yet"
+    unchecked = expected_codes(path) - set(ERROR_CLASSES) - set(NOT_ENFORCEABLE)
+    if unchecked:
+        return f"expects {', '.join(sorted(unchecked))}: no runtime check yet"
     return None
 
 
