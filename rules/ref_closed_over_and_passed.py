@@ -58,7 +58,9 @@ class RefClosedOverAndPassed(Rule):
 
     ## Known limits
     The closed-over ref must be visible in this module (a global or a variable of an enclosing
-    function). Closures through object attributes are not followed.
+    function). Closures through object attributes are not followed. A Flax NNX object
+    holding refs counts as closed over when the function reads it (or one of its Variables)
+    from an enclosing scope; `nnx.jit` rejects this too.
 
     ## JAX versions
     0.7.2+: a targeted error for jit and cond; for scan/fori carries the error talks about a

@@ -57,7 +57,9 @@ class RefPassedTwice(Rule):
     ## Known limits
     Two different names are only known to alias when the analysis sees both bound to the same
     ref (same creation, same parameter). Refs created in a loop or comprehension are not
-    compared.
+    compared. Flax NNX objects holding refs count with their Variables and sub-modules: one
+    object passed twice, or holding one Variable at two attributes (`self.c = self.a`), is
+    reported for `jax.jit`, not for `nnx.jit` (which accepts both); see docs/flax-nnx.md.
 
     ## JAX versions
     0.7.2+ raise at trace time for jit, vmap, custom_vjp, scan and cond. 0.7.1 (checks off):

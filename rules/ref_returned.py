@@ -58,7 +58,9 @@ class RefReturned(Rule):
     ## Known limits
     Only refs the analysis can see are reported: a ref returned through a helper defined in
     another module, or stored in an object attribute other than `self.<name>`, is missed.
-    Functions wrapped by `flax.nnx.jit` (which allows ref-holding modules) are not checked.
+    Flax NNX objects holding refs (a Module created with refs on, a Variable with `ref=True`,
+    `nnx.with_vars(m, ref=True)`: docs/flax-nnx.md) count as refs; `nnx.jit` may return them
+    and is not checked.
 
     ## JAX versions
     0.7.2 and later raise at trace time (`lax.cond` raises on every version). 0.7.1 (with
