@@ -84,7 +84,9 @@ class FunctionInfo:
     callers: list = field(default_factory=list)  # (caller FunctionInfo, call node)
     custom_vjp: Optional[dict] = None  # for a custom_vjp primal: {'fwd': info, 'bwd': info}
     custom_vjp_primal: Optional["FunctionInfo"] = None  # for fwd/bwd rules
-    refs_mode: bool = False  # called with Flax NNX refs on (var_defaults(ref=True) ...)
+    # Runs with Flax NNX refs on: every known call of it is made with refs on (or it is
+    # decorated `@nnx.var_defaults(ref=True)`).
+    refs_mode: bool = False
 
     @property
     def is_module(self) -> bool:
@@ -730,7 +732,10 @@ class ModuleAnalysis:
         self._new_seeds: dict = {}  # id(info) -> {param: Value}
         self._new_returns: dict = {}  # id(info) -> Value
         self._new_attrs: dict = {}  # id(cls) -> {attr: Value}
-        self._new_refs_mode: set = set()  # id(info) of functions called with NNX refs on
+        # id(info) -> whether every call of the function seen this round has NNX refs on
+        # (True for `@nnx.var_defaults(ref=True)`).
+        self._new_refs_mode: dict = {}
+        self._forced_refs_mode: set = set()
         self._refs_mode = False  # NNX objects created now hold refs
         for info in self.functions.values():
             info.roles = {}
@@ -749,13 +754,14 @@ class ModuleAnalysis:
         attrs = tuple(sorted(
             (k, tuple(sorted((a, signature(v)) for a, v in d.items())))
             for k, d in self._new_attrs.items()))
-        return seeds, rets, attrs, tuple(sorted(self._new_refs_mode))
+        modes = tuple(sorted(k for k, on in self._new_refs_mode.items() if on))
+        return seeds, rets, attrs, modes
 
     def _carry_over(self) -> None:
         for info in self.functions.values():
             info.seeds = self._new_seeds.get(id(info), {})
             info.return_value = self._new_returns.get(id(info))
-            info.refs_mode = id(info) in self._new_refs_mode
+            info.refs_mode = self._new_refs_mode.get(id(info), False)
         for cls in self.classes.values():
             cls.attrs = self._new_attrs.get(id(cls), {})
 
@@ -806,7 +812,7 @@ class ModuleAnalysis:
     def _eval_function(self, info: FunctionInfo) -> None:
         state = _State()
         self._func = info
-        self._refs_mode = info.refs_mode or id(info) in self._new_refs_mode
+        self._refs_mode = info.refs_mode  # the last round's: every call site seen
         if info.is_module:
             self._exec_block(info.node.body, state)
             self._record_summary(info, state)
@@ -1163,7 +1169,8 @@ class ModuleAnalysis:
         if isinstance(dv, SpecialVal) and dv.kind == "ref_switch":
             # `@nnx.var_defaults(ref=True)`: the function runs with refs on.
             if dv.target:
-                self._mark_refs_mode(fv.info)
+                self._forced_refs_mode.add(id(fv.info))
+                self._note_refs_mode(fv.info, True)
             return fv
         if isinstance(dv, FuncVal) and not dv.transforms:
             # A local decorator (e.g. the docs' `foreach`): a plain call with the function.
@@ -1727,9 +1734,13 @@ class ModuleAnalysis:
             return tree(kind, explicit=explicit) if on else NnxVal(kind, node)
         return None
 
-    def _mark_refs_mode(self, info: FunctionInfo) -> None:
-        if id(info) not in self._new_refs_mode:
-            self._new_refs_mode.add(id(info))
+    def _note_refs_mode(self, info: FunctionInfo, on: bool) -> None:
+        """A call of ``info`` made with NNX refs ``on`` (or off)."""
+        modes = self._new_refs_mode
+        before = modes.get(id(info))
+        now = id(info) in self._forced_refs_mode or (on and before is not False)
+        modes[id(info)] = now
+        if now and before is None:
             self._interprocedural = True
 
     def _array_function_args(self, node: cst.Call, qn: str, args: list) -> None:
@@ -1913,8 +1924,7 @@ class ModuleAnalysis:
         for name, b in bindings.items():
             if b.param is not None and is_interesting(b.value):
                 self._seed(info, name, b.value)
-        if self._refs_mode:
-            self._mark_refs_mode(info)
+        self._note_refs_mode(info, self._refs_mode)
         info.callers.append((self._func, node))
         operands = [(b.value, b.expr) for b in bindings.values() if b.expr is not None]
         if mode == "traced":
