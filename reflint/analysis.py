@@ -84,8 +84,8 @@ class FunctionInfo:
     callers: list = field(default_factory=list)  # (caller FunctionInfo, call node)
     custom_vjp: Optional[dict] = None  # for a custom_vjp primal: {'fwd': info, 'bwd': info}
     custom_vjp_primal: Optional["FunctionInfo"] = None  # for fwd/bwd rules
-    # Runs with Flax NNX refs on: every known call of it is made with refs on (or it is
-    # decorated `@nnx.var_defaults(ref=True)`).
+    # Runs with Flax NNX refs on: a call of it is made with refs on (every known call, for a
+    # function that is not traced itself), or it is decorated `@nnx.var_defaults(ref=True)`.
     refs_mode: bool = False
 
     @property
@@ -1738,7 +1738,14 @@ class ModuleAnalysis:
         """A call of ``info`` made with NNX refs ``on`` (or off)."""
         modes = self._new_refs_mode
         before = modes.get(id(info))
-        now = id(info) in self._forced_refs_mode or (on and before is not False)
+        if id(info) in self._forced_refs_mode:
+            now = True
+        elif info.roles:
+            # A traced function (jax.jit ...) is traced anew by a call with refs on: what that
+            # trace does (REF001 ...) fails then, whatever its other calls do.
+            now = bool(before) or on
+        else:
+            now = on and before is not False  # a plain helper: only if every call has refs on
         modes[id(info)] = now
         if now and before is None:
             self._interprocedural = True

@@ -5,7 +5,7 @@ import libcst as cst
 from reflint import api
 from reflint.analysis import walk_nodes
 from reflint.rule import Finding, Rule
-from reflint.values import ArrayVal, ClassVal, InstanceVal, QN, RefVal
+from reflint.values import ArrayVal, ClassVal, InstanceVal, QN, RefVal, iter_refs
 
 from ._common import nnx_words, role_word
 
@@ -340,6 +340,9 @@ def _nnx_argument(analysis, func, name_node, base):
     own = _own_leak_kind(func)
     if own is None or any(api.role_info(k).graph_updates for k in func.role_kinds()):
         return None
+    for fact in func.returns:  # returned: the caller gets the changed object back
+        if any(r.key == base.key for r, _ in iter_refs(fact.value)):
+            return None
     return own
 
 

@@ -162,6 +162,9 @@ def test_nnx_transforms_semantics():
         """
     assert _codes(body.format(t="jax.jit")) == ["REF012"]
     assert _codes(body.format(t="nnx.jit")) == []
+    # Returned, the changed object comes back (here JAX then rejects the returned refs).
+    assert _codes(body.replace("model.count = 1", "model.count = 1\n            return model")
+                  .format(t="jax.jit")) == ["REF001"]
 
 
 def test_messages_speak_the_files_flax_api():
