@@ -239,3 +239,34 @@ def test_no_findings_on_installed_flax_nnx():
                 findings += [f"{path}:{d.line}: {d.code} {d.message}"
                              for d in lint_source(source, path, Settings()).diagnostics]
     assert not findings, "\n".join(findings)
+
+
+def test_refs_mode_follows_calls():
+    """A plain helper runs with refs on only if every call of it does; a jitted function is
+    traced with refs on by any call made with refs on (the seed's create_model)."""
+    helper = """
+        def create():
+            return Linear(2, 3, rngs=None)
+
+        with nnx.var_defaults(ref=True):
+            m = create()
+
+        @jax.jit
+        def f():
+            return create()
+
+        f()
+        """
+    assert _codes(helper) == []
+    jitted = """
+        @jax.jit
+        def create_model():
+            return Linear(2, 3, rngs=None)
+
+        with nnx.var_defaults(ref=True):
+            m = create_model()
+        with nnx.var_defaults(ref=False):
+            m = create_model()
+        """
+    assert _codes(jitted) == ["REF001"]
+    assert _codes(jitted.replace("(ref=True)", "(ref=False)")) == []
