@@ -114,14 +114,16 @@ def _nnx_message(analysis, fact, role, ref, inside) -> str:
     words = nnx_words(analysis)
     subject = ref.name or nnx_what(ref)
     what = f" ({nnx_what(ref)} holding refs)" if ref.name else " holding refs"
-    where = where_from(analysis, ref) if ref.origin != "created" or ref.name else ""
-    msg = (f"{subject}{what} is returned from {role_word(role)}{inside}{where}; its Variables "
-           f"are refs, and refs cannot be returned from traced functions")
+    line = analysis.line_of(ref.node) if ref.origin == "created" and ref.node else None
+    where = f", created on line {line}," if line and ref.name else ""
+    held = "its value is a ref" if ref.tree == "variable" else "its Variables are refs"
+    msg = (f"{subject}{what}{where} is returned from {role_word(role)}{inside}; {held}, and "
+           f"refs cannot be returned from traced functions")
     if role == api.Role.JIT:
         obj = ref.name or "model"
-        msg += (f" — use `nnx.jit`, which returns NNX objects holding refs, or create it with "
-                f"refs off (`{words['off']}`) and convert it after the call: "
-                f"`{obj} = {words['to_refs'].format(obj)}`")
+        off = "without `ref=True`" if ref.kwargs.get("ref") else f"with refs off (`{words['off']}`)"
+        msg += (f" — use `nnx.jit`, which returns NNX objects holding refs, or create it {off} "
+                f"and convert it after the call: `{obj} = {words['to_refs'].format(obj)}`")
     else:
         msg += " — return arrays, not the object" + api.role_info(role).return_hint
     return msg
