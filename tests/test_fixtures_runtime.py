@@ -15,6 +15,10 @@ Fixtures matched by ``MISSING_IN_INSTALLED_JAX`` use names that the installed JA
 default lint target) does not have: running them must fail with JAX's own AttributeError or
 ImportError, which shows that the static verdict (REF015: the name does not exist) is right.
 Each fixture is a fresh process, like a user's run.
+
+A fixture whose first line is ``# runtime: skip (REASON)`` is linted but not run (code for an
+API the installed libraries lack: the seed's Flax NNX API before flax 0.12), and a fixture
+expecting a code no rule (or no runtime check) of this checkout has yet is not run either.
 """
 
 import fnmatch
@@ -30,7 +34,8 @@ import pytest
 
 import jax
 
-from reflint.runtime import NOT_ENFORCEABLE
+from reflint.codes import CODES
+from reflint.runtime import ERROR_CLASSES, NOT_ENFORCEABLE
 from reflint.settings import DEFAULT_TARGET_JAX_VERSION, parse_version
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +65,21 @@ OPTIONAL_LIBRARIES = ("flax", "optax", "chex", "equinox")
 IMPORT_RE = re.compile(r"^\s*(?:import|from)\s+(\w+)", re.M)
 
 
+def runtime_skip(path: Path) -> str | None:
+    """Why the fixture is not run: its first-line ``# runtime: skip (...)`` comment, or a code
+    no rule has yet; None when it runs."""
+    verdict = runtime_verdict(path)
+    if verdict is not None and verdict.startswith("skip"):
+        return verdict[len("skip"):].strip() or "runtime: skip"
+    pending = expected_codes(path) - set(CODES)
+    if pending:
+        return f"expects {', '.join(sorted(pending))}: no rule yet"
+    unchecked = expected_codes(path) - set(ERROR_CLASSES) - set(NOT_ENFORCEABLE)
+    if unchecked:
+        return f"expects {', '.join(sorted(unchecked))}: no runtime check yet"
+    return None
+
+
 def missing_libraries(path: Path) -> list[str]:
     used = set(IMPORT_RE.findall(path.read_text(encoding="utf-8")))
     return [m for m in OPTIONAL_LIBRARIES
@@ -74,11 +94,13 @@ def missing_in_installed_jax(path: Path) -> str | None:
 
 # `# runtime: jax<0.11: REF016` — see tests/fixtures/README.md.
 RUNTIME_LINE_RE = re.compile(r"^#\s*runtime\s*:.*$", re.M)
+# `# runtime: skip (REASON)` is the same mechanism with no version condition: never run.
 RUNTIME_RE = re.compile(
-    r"^#\s*runtime:\s*jax\s*(<=|>=|==|!=|<|>)\s*(\d+(?:\.\d+){0,3})\s*:\s*"
-    r"(ok|error\s+[A-Za-z_][\w.]*|REF\d{3}(?:\s*,\s*REF\d{3})*)\s*$")
+    r"^#\s*runtime:\s*(?:jax\s*(<=|>=|==|!=|<|>)\s*(\d+(?:\.\d+){0,3})\s*:\s*"
+    r"(ok|error\s+[A-Za-z_][\w.]*|REF\d{3}(?:\s*,\s*REF\d{3})*)|(skip\b.*?))\s*$")
 _COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-            ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+            ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+            "always": lambda a, b: True}
 INSTALLED_JAX = parse_version(jax.__version__.split("+")[0].split("rc")[0].split(".dev")[0])
 
 
@@ -91,7 +113,11 @@ def runtime_directives(path: Path) -> list[tuple[str, tuple, str]]:
         if d is None:
             raise ValueError(f"{path.name}: malformed runtime line {m.group(0)!r} (expected "
                              "e.g. '# runtime: jax<0.11: REF016', ': ok' or ': error TypeError')")
-        out.append((d.group(1), parse_version(d.group(2)), re.sub(r"\s+", " ", d.group(3))))
+        if d.group(4) is not None:
+            out.append(("always", (), d.group(4)))
+        else:
+            out.append((d.group(1), parse_version(d.group(2)),
+                        re.sub(r"\s+", " ", d.group(3))))
     return out
 
 
@@ -138,7 +164,8 @@ def results(request):
     chosen = {item.callspec.params["path"] for item in request.session.items
               if getattr(item, "module", None) is request.module
               and "path" in getattr(getattr(item, "callspec", None), "params", {})}
-    files = [p for p in FILES if p in chosen and not missing_libraries(p)]
+    files = [p for p in FILES if p in chosen and not missing_libraries(p)
+             and not runtime_skip(p)]
     with ThreadPoolExecutor(max_workers=JOBS) as pool:
         return dict(zip(files, pool.map(_run, files)))
 
@@ -184,6 +211,8 @@ def test_fixture_under_runtime(results, path):
     missing = missing_libraries(path)
     if missing:
         pytest.skip(f"needs {', '.join(missing)} (not installed)")
+    if runtime_skip(path):
+        pytest.skip(runtime_skip(path))
     p = results[path]
     device = next((ln for ln in p.stderr.splitlines() if "default device" in ln), "?")
     print(f"{path.relative_to(FIXTURES)}: {device}")

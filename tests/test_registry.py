@@ -54,7 +54,7 @@ def test_every_role_has_its_properties_and_every_callee_a_known_role():
 
 
 def test_derived_tables_follow_the_entries():
-    assert api.MAP_TRANSFORMS == {"vmap", "pmap", "shard_map"}
+    assert api.MAP_TRANSFORMS == {"vmap", "pmap", "shard_map", "nnx_vmap"}
     assert api.ARRAY_RESULT_APIS >= {"freeze", "ref_get", "ref_swap", "stop_gradient"}
     assert "jit" in api.ONCE_PER_TRACE_APIS and "grad" not in api.ONCE_PER_TRACE_APIS
     assert "pallas_call" in api.REF_SOURCES and "kernel" in api.REF_SOURCES
@@ -165,7 +165,12 @@ def _uses(a: api.Api, f: str, body: str, rng: random.Random) -> list:
         return [fn + f"_, v = jax.vjp(h, r)\nv.with_refs({f}())(1.0)\nv(1.0)\n",
                 fn + f"_, v = jax.vjp(h, xs, r)\nv.with_refs({f}(), r)(1.0)\n"]
     if fam is F.NNX:
-        return [f"def g(model):\n{ind}m = {f}(model)\n{ind}return jax.jit(lambda q: q)(m)\n"]
+        # Flax NNX: conversions, ref keywords and the refs-on switches, one spelling each.
+        return [f"def g(model):\n{ind}m = {f}(model)\n{ind}return jax.jit(lambda q: q)(m)\n",
+                f"m = {f}(jnp.zeros(3), ref=True)\n" + fn + "jax.jit(h)(m, m)\nh(m)\n",
+                f"with {f}(ref=True):\n{ind}m = {f}(jnp.zeros(3))\n" + fn + "jax.jit(h)(m)\n",
+                f"{f}(True)\nclass M({f}):\n{ind}def __init__(self):\n{ind}{ind}self.a = {f}(1)"
+                f"\n{ind}{ind}self.b = self.a\n\nm = M()\n" + fn + "jax.jit(h)(m)\n"]
     raise AssertionError(f"no template for {fam}")  # pragma: no cover - every family above
 
 

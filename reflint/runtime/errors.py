@@ -183,6 +183,11 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("REF012", re.compile(r"Encountered an unexpected tracer.*Ref\{", re.S),
      "A ref created inside a trace (jit, scan, ...) escaped it; keep traced refs inside the "
      "function that created them."),
+    # Flax NNX (TraceContextError): an attribute of a closed-over Module/Pytree set in a trace.
+    ("REF012", re.compile(r"Cannot mutate '[^']*' from different trace level"),
+     "An NNX object created outside the trace cannot be changed inside it: pass it as an "
+     "argument of an NNX transform (nnx.jit, nnx.vmap ...), or keep the value in a Variable "
+     "holding a ref and write it with obj.attr[...] = value."),
 ]
 
 
