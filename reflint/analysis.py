@@ -28,8 +28,9 @@ import libcst as cst
 
 from . import api
 from .values import (
-    QN, ArrayVal, ClassVal, DictVal, FuncVal, InstanceVal, RefVal, SeqVal, SpecialVal, Transform,
-    TransformVal, Value, contains_ref, is_interesting, iter_refs, join, signature,
+    QN, ArrayVal, ClassVal, DictVal, FuncAlts, FuncVal, InstanceVal, RefSeqVal, RefVal, SeqVal,
+    SpecialVal, Transform, TransformVal, Value, contains_ref, is_interesting, iter_refs, join,
+    signature,
 )
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -83,6 +84,9 @@ class FunctionInfo:
     callers: list = field(default_factory=list)  # (caller FunctionInfo, call node)
     custom_vjp: Optional[dict] = None  # for a custom_vjp primal: {'fwd': info, 'bwd': info}
     custom_vjp_primal: Optional["FunctionInfo"] = None  # for fwd/bwd rules
+    # For a function defined at module level: the module's names when its def ran (a name
+    # defined several times, one def per notebook cell, resolves to the def before it).
+    def_env: Optional[dict] = None
 
     @property
     def is_module(self) -> bool:
@@ -810,6 +814,12 @@ class ModuleAnalysis:
                 p.name not in self._pallas_kernels[id(info)]:
             return RefVal(key=("param", id(info.node), p.name), origin="pallas", node=p.node,
                           scope=info, name=p.name)
+        if id(info) in self._pallas_kernels and p.kind == "vararg" and \
+                p.name not in self._pallas_kernels[id(info)]:
+            # `def kernel(*refs)`: a tuple of refs (unless partial binds more positional
+            # arguments than the named parameters take: they come first in it).
+            return RefSeqVal(RefVal(key=("param", id(info.node), p.name), origin="pallas",
+                                        node=p.node, scope=info, name=p.name))
         seed = info.seeds.get(p.name)
         if seed is not None:
             return self._rebase(seed, info, p)
@@ -826,6 +836,11 @@ class ModuleAnalysis:
         if isinstance(value, DictVal):
             return DictVal({k: self._rebase(v, info, p, f"{path}[{k!r}]")
                             for k, v in value.items.items()})
+        if isinstance(value, RefSeqVal) and not path:
+            base = RefVal(key=("param", id(info.node), p.name), origin=value.base.origin,
+                          node=p.node, scope=info, name=p.name)
+            return RefSeqVal(base, 0, True) if value.exact and not value.offset else \
+                RefSeqVal(base, 0, False)
         return value
 
     def _annotation_qn(self, expr, info) -> Optional[str]:
@@ -1065,6 +1080,8 @@ class ModuleAnalysis:
             dv = self._eval(d.decorator, state)
             value = self._apply_decorator(dv, value, d.decorator, state)
         self._enqueue(info)
+        if outer.is_module and cls is None:
+            info.def_env = dict(state.env)
         if cls is not None and isinstance(value, FuncVal) and value.info is info:
             cls.methods[node.name.value] = value
         self._bind_name(node.name.value, value, state)
@@ -1167,9 +1184,20 @@ class ModuleAnalysis:
             starred = any(isinstance(e, cst.StarredElement) for e in elements)
             items = value.items if isinstance(value, SeqVal) and not starred and \
                 len(value.items) == len(elements) else None
+            refs = _unpacked_refs(value, len(elements))
+            star_at = next((i for i, e in enumerate(elements)
+                            if isinstance(e, cst.StarredElement)), None)
             for i, e in enumerate(elements):
                 sub = e.value
-                if isinstance(e, cst.StarredElement):
+                if refs is not None:
+                    # A tuple of refs (`x_ref, o_ref = refs`, `*ins, out = refs`): refs.
+                    if i == star_at:
+                        v = refs.rest(i) if i == len(elements) - 1 else RefSeqVal(
+                            refs.base, refs.offset, False)
+                    else:
+                        v = refs.item(i if star_at is None or i < star_at else None)
+                    self._bind_target(sub, v, state, stmt)
+                elif isinstance(e, cst.StarredElement):
                     self._bind_target(sub, None, state, stmt)
                 else:
                     self._bind_target(sub, items[i] if items is not None else None, state, stmt)
@@ -1215,6 +1243,8 @@ class ModuleAnalysis:
         while scope is not None:
             if name in scope.summary:
                 value = scope.summary[name]
+                if scope.is_module and not isinstance(value, FuncVal):
+                    value = self._def_time_value(name, info, value)
                 if node is not None and contains_ref(value):
                     # Every function between here and the defining scope closes over it.
                     f = info
@@ -1226,6 +1256,21 @@ class ModuleAnalysis:
         if name in _BUILTIN_NAMES and not self.has_star_import:
             return QN(f"builtins.{name}")
         return None
+
+    @staticmethod
+    def _def_time_value(name: str, info: FunctionInfo, value):
+        """A module-level name read in a function: the function that the name was bound to when
+        the enclosing top-level def ran, when the module binds the name to several values (one
+        kernel per notebook cell) and that one is a function."""
+        f = info
+        while f.parent is not None and not f.parent.is_module:
+            f = f.parent
+        env = f.def_env
+        if env is not None:
+            at_def = env.get(name)
+            if isinstance(at_def, (FuncVal, FuncAlts)):
+                return at_def
+        return value
 
     def _note_closure(self, name: str, label: str, value: Value, node) -> None:
         """Record ``value`` as closed over by every function between here and the scope that
@@ -1262,8 +1307,15 @@ class ModuleAnalysis:
             if isinstance(base, QN):
                 return QN(f"{base.qualname}.{attr}")
             if isinstance(base, RefVal):
-                if attr in api.ARRAY_ONLY_ATTRIBUTES and not (
-                        base.origin == "pallas" and attr in api.PALLAS_REF_VIEW_ATTRIBUTES):
+                if attr in api.REF_VIEW_ATTRIBUTES and (
+                        not self._func.is_module or base.origin == "pallas"):
+                    # A view of the ref (jax/_src/state/types.py), valid on a traced ref: still
+                    # a ref. At top level a concrete Ref has none of them but `.at`.
+                    if attr == "at":
+                        return SpecialVal("ref_at", base)
+                    return base if attr in api.REF_VIEW_PROPERTIES else \
+                        SpecialVal("ref_view", base)
+                if attr in api.ARRAY_ONLY_ATTRIBUTES:
                     self._ref_use("attr", node.value, base, node, attr)
                 if attr == "at":
                     return SpecialVal("ref_at", base)
@@ -1280,8 +1332,14 @@ class ModuleAnalysis:
             base = self._eval(node.value, state)
             self._eval_slices(node, state)
             if isinstance(base, RefVal):
+                if _is_pallas_param(base) and isinstance(_const_index(node), int):
+                    # `in_refs[0]`: a row of a ref, or a ref of a pytree of refs (a kernel
+                    # parameter may be either): unknown, unless it is unpacked.
+                    return SpecialVal("pallas_item", base, node)
                 self._record_access("read", node, node.value, base, None, state)
                 return ArrayVal(node)
+            if isinstance(base, RefSeqVal):
+                return _seq_item(base, node)
             if isinstance(base, SpecialVal) and base.kind == "ref_at":
                 return base.target
             if isinstance(base, (SeqVal, DictVal)):
@@ -1476,11 +1534,24 @@ class ModuleAnalysis:
             return self._call_qn(node, fv.qualname, args, state)
         if isinstance(fv, FuncVal):
             return self._call_func(node, fv, args, state)
+        if isinstance(fv, FuncAlts) and not any(f.transforms for f in fv.alts):
+            # `kernel = a if c else b; kernel(...)`: either local function runs.
+            out = "none"
+            for f in fv.alts:
+                r = self._call_func(node, f, args, state)
+                out = r if out == "none" else join(out, r)
+            return None if out == "none" else out
         if isinstance(fv, TransformVal):
             target = _first_positional(args)
             if isinstance(target, FuncVal):
                 return self._apply_api(api.API[fv.kind], target, node, fv.kwargs, fv.args,
                                        state, fv.node)
+            a = api.API[fv.kind]
+            if isinstance(target, FuncAlts) and a.family is api.Family.KERNEL:
+                for f in target.alts:
+                    self._apply_api(a, f, node, fv.kwargs, fv.args, state, fv.node)
+                if a.result is api.Result.LAUNCHER:
+                    return SpecialVal("launcher", target, node, a.name)
             return None
         if isinstance(fv, ClassVal):
             init = fv.cls.methods.get("__init__")
@@ -1574,6 +1645,12 @@ class ModuleAnalysis:
             target = positional[0][1] if positional else None
             if isinstance(target, FuncVal):
                 return self._apply_api(a, target, node, kwargs, (), state)
+            if isinstance(target, FuncAlts):  # `kernel = k1 if c else k2`: each may run
+                for f in target.alts:
+                    self._apply_api(a, f, node, kwargs, (), state)
+                if a.result is api.Result.LAUNCHER:
+                    return SpecialVal("launcher", target, node, a.name)
+                return None
             return None
         if fam is F.ARRAY:
             self._array_function_args(node, qn, args)
@@ -1601,7 +1678,8 @@ class ModuleAnalysis:
         extra = tuple(v for arg, v in args[1:] if not arg.keyword and not arg.star)
         if isinstance(target, QN):
             t = api.lookup(target.qualname)
-            if t is not None and (t.family is api.Family.TRANSFORM or t.factory):
+            if t is not None and (t.family is api.Family.TRANSFORM or t.factory or
+                                  t.family is api.Family.KERNEL):
                 return TransformVal(t.name, node, kwargs,
                                     tuple(arg.value for arg, _ in args[1:] if not arg.keyword))
             return None
@@ -1616,6 +1694,11 @@ class ModuleAnalysis:
             return FuncVal(target.info, target.transforms, target.bound_args + extra,
                            target.bound_kwargs + tuple(kwargs), target.self_value,
                            target.bound_kw_values + kw_values)
+        if isinstance(target, FuncAlts):
+            alts = [self._call_partial(node, [(args[0][0], f)] + list(args[1:]))
+                    for f in target.alts]
+            if all(isinstance(f, FuncVal) for f in alts):
+                return FuncAlts(tuple(alts))
         return None
 
     def _mark_kernel(self, kernel: FuncVal, node, callee: "api.Callee") -> None:
@@ -1662,13 +1745,17 @@ class ModuleAnalysis:
             if isinstance(rule, FuncVal):
                 self._add_role(rule.info, api.Role.CUSTOM_JVP_RULE, node)
             return None
+        if fv.kind == "ref_view":  # x_ref.reshape(...), .bitcast(...), .transpose(...)
+            return fv.target
         if fv.kind == "launcher":
             # Calling a kernel launcher (pallas_call(k), emit_pipeline(body), pl.kernel(body),
             # run_state(f)) with operands: the kernel runs on refs.
             kernel = fv.target
-            if isinstance(kernel, FuncVal):
+            kernels = kernel.alts if isinstance(kernel, FuncAlts) else (kernel,)
+            targets = [k.info for k in kernels if isinstance(k, FuncVal)]
+            if targets:
                 self.traced_calls.append(TracedCall(
-                    kind=fv.api_name, node=node, func=self._func, targets=[kernel.info],
+                    kind=fv.api_name, node=node, func=self._func, targets=targets,
                     transforms=(), operands=[(v, a.value) for a, v in args], bindings={}))
             return None
         return None
@@ -1697,10 +1784,23 @@ class ModuleAnalysis:
         return None
 
     def _call_func(self, node: cst.Call, fv: FuncVal, args: list, state: _State):
-        if any(a.star == "*" for a, _ in args):
-            self._record_unbindable(node, fv, args)
-            return self._result_of(fv)
+        starred = [i for i, (a, _) in enumerate(args) if a.star == "*"]
         positional = [(a, v, a.value) for a, v in args if not a.star and a.keyword is None]
+        if starred:
+            last = max((i for i, (a, _) in enumerate(args) if not a.keyword and
+                        a.star != "**"), default=-1)
+            seq = args[starred[0]][1]
+            if len(starred) == 1 and starred[0] == last and isinstance(seq, RefSeqVal) and \
+                    seq.exact:
+                # `f(a, *refs)`: the tuple of refs fills the parameters left (Pallas kernels
+                # handing their `*refs` to a helper).
+                a_star = args[starred[0]][0]
+                n = sum(1 for p in fv.info.params if p.kind in ("pos", "posonly"))
+                n -= len(positional) + len(fv.bound_args) + (fv.self_value is not None)
+                positional += [(a_star, seq.item(i), None) for i in range(max(n, 0))]
+            else:
+                self._record_unbindable(node, fv, args)
+                return self._result_of(fv)
         keywords = {a.keyword.value: (a, v, a.value) for a, v in args if a.keyword is not None}
         self._bind_call(node, fv, positional, keywords, "traced" if fv.transforms else "plain")
         return self._result_of(fv)
@@ -1992,6 +2092,8 @@ def _first_positional_arg(args):
 
 def _element_of(value: Optional[Value]) -> Optional[Value]:
     """The loop variable's value when iterating over ``value``."""
+    if isinstance(value, RefSeqVal):
+        return value.item(None)
     if isinstance(value, SeqVal) and value.items:
         first = value.items[0]
         out = first
@@ -2001,6 +2103,41 @@ def _element_of(value: Optional[Value]) -> Optional[Value]:
             out.unique = False
         return out
     return None
+
+
+def _is_pallas_param(ref: RefVal) -> bool:
+    """A parameter of a Pallas kernel itself (not an element of one): a Ref or a pytree of
+    refs, the analysis cannot tell."""
+    return ref.origin == "pallas" and len(ref.key) == 3 and ref.key[0] == "param"
+
+
+def _unpacked_refs(value, n: int) -> Optional[RefSeqVal]:
+    """Unpacking ``value`` into names: the tuple of refs it is, when it is one (a ``*refs``
+    parameter, a Pallas kernel parameter or an element of one: a Ref itself is not unpacked)."""
+    if isinstance(value, RefSeqVal):
+        return value
+    if isinstance(value, RefVal) and _is_pallas_param(value):
+        return RefSeqVal(value)
+    if isinstance(value, SpecialVal) and value.kind == "pallas_item":
+        base, node = value.target, value.node
+        k = _const_index(node)
+        return RefSeqVal(RefVal(key=base.key + (f"[{k}]",), origin="pallas", node=base.node,
+                                scope=base.scope, name=f"{base.name}[{k}]"))
+    return None
+
+
+def _seq_item(seq: RefSeqVal, node: cst.Subscript) -> Optional[Value]:
+    """``refs[i]`` (a ref) or ``refs[a:]`` (a tuple of refs) of a tuple of refs."""
+    if len(node.slice) != 1:
+        return None
+    s = node.slice[0].slice
+    if isinstance(s, cst.Index):
+        k = _const_key(s.value)
+        return seq.item(k if isinstance(k, int) else None)
+    if s.step is not None or s.upper is not None:
+        return RefSeqVal(seq.base, seq.offset, False)
+    k = _const_key(s.lower) if s.lower is not None else 0
+    return seq.rest(k if isinstance(k, int) else None)
 
 
 def _slice_of(value: Optional[Value]) -> Optional[Value]:

@@ -607,8 +607,16 @@ ARRAY_ONLY_ATTRIBUTES = frozenset({
     "copy", "block_until_ready", "any", "all", "nonzero", "repeat", "take", "trace",
     "diagonal", "swapaxes", "view", "addressable_data", "device", "devices", "__array__",
 })
-# Inside Pallas kernels these return ref views (TransformedRef) and are idiomatic.
-PALLAS_REF_VIEW_ATTRIBUTES = frozenset({"reshape", "T", "transpose", "bitcast", "at"})
+# Ref views: on a traced ref (inside jit, a Pallas kernel, any trace) these give a ref view
+# (a TransformedRef: still a ref, read with [...]). Defined on AbstractRef in
+# jax/_src/state/types.py in 0.10.2, 0.11.2 and 0.12 (measured: a view inside jit and inside a
+# pallas_call kernel under interpret=True on each); a concrete Ref at top level has none of them
+# (AttributeError) but `.at`, which raises NotImplementedError up to 0.11 and gives a view on
+# 0.12.
+REF_VIEW_ATTRIBUTES = frozenset({"reshape", "T", "transpose", "bitcast", "at"})
+# Those of them that are properties (the view itself), not methods called to make it.
+REF_VIEW_PROPERTIES = frozenset({"T"})
+PALLAS_REF_VIEW_ATTRIBUTES = REF_VIEW_ATTRIBUTES  # the older name
 
 # Array functions whose result carries no derivative, whatever their arguments (REF008).
 NO_TANGENT_FUNCTIONS = frozenset({
