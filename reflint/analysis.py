@@ -275,6 +275,28 @@ class MutatingCall:
 
 
 @dataclass(eq=False)
+class KernelEntry:
+    """A local function given to a Pallas entry point as its kernel / body (``callee`` is the
+    registry's description of how the API calls it)."""
+
+    func: FunctionInfo
+    api_name: str
+    callee: "api.Callee"
+    node: cst.CSTNode  # the decorator, call or partial applying the API
+
+
+@dataclass(eq=False)
+class KernelLaunch:
+    """A kernel launcher called with its operands: ``pallas_call(kernel, ...)(x, y)``."""
+
+    targets: list  # FunctionInfo of the kernel (several for ``kernel = a if c else b``)
+    api_name: str
+    node: cst.Call  # the call with the operands
+    operands: Optional[int]  # how many positional operands (None: a starred argument)
+    kwargs: dict  # the API's keyword arguments (name -> expression)
+
+
+@dataclass(eq=False)
 class PlainCall:
     node: cst.Call
     caller: FunctionInfo
@@ -389,6 +411,43 @@ class ModuleAnalysis:
     def trace_kinds(self, info: FunctionInfo) -> set:
         """Every role kind under which ``info`` runs, its own and its traced callers'."""
         return self._traced.get(id(info), set())
+
+    # -- Pallas kernels ----------------------------------------------------------------------
+
+    def kernel_outputs(self, info: FunctionInfo) -> Optional[tuple]:
+        """The parameters of a Pallas kernel that receive its output refs, when every launch
+        of it says the same: the refs come in the order operands, outputs, scratch buffers
+        (api.Callee.outputs_after_operands), so they are those after the launch's operands and
+        before the scratch buffers its keywords list. None when unknown."""
+        return self.cached(("kernel outputs", id(info)), lambda: self._kernel_outputs(info))
+
+    def _kernel_outputs(self, info: FunctionInfo) -> Optional[tuple]:
+        entries = [e for e in self.kernel_entries if e.func is info]
+        if not entries or not all(e.callee.outputs_after_operands for e in entries):
+            return None
+        bound = self._pallas_kernels.get(id(info), set())
+        if any(p.kind == "vararg" for p in info.params):
+            return None
+        params = [p.name for p in info.params
+                  if p.kind in ("pos", "posonly") and p.name not in bound]
+        found = None
+        for launch in self.kernel_launches:
+            if info not in launch.targets:
+                continue
+            if launch.operands is None:
+                return None
+            callee = next(e.callee for e in entries)
+            scratch = 0
+            for kw in callee.scratch:
+                n = _count_scratch(launch.kwargs.get(kw), kw)
+                if n is None:
+                    return None
+                scratch += n
+            outs = tuple(params[launch.operands:len(params) - scratch])
+            if found is not None and outs != found:
+                return None
+            found = outs
+        return found or None
 
     # -- trace scopes and ref origins (REF004, REF005, REF006) ---------------------------------
 
@@ -694,6 +753,8 @@ class ModuleAnalysis:
         self.attribute_writes: list[AttributeWrite] = []
         self.item_writes: list[ItemWrite] = []
         self.mutating_calls: list[MutatingCall] = []
+        self.kernel_entries: list[KernelEntry] = []
+        self.kernel_launches: list[KernelLaunch] = []
         self._new_seeds: dict = {}  # id(info) -> {param: Value}
         self._new_returns: dict = {}  # id(info) -> Value
         self._new_attrs: dict = {}  # id(cls) -> {attr: Value}
@@ -1143,8 +1204,9 @@ class ModuleAnalysis:
                             [(None, None, None) for _ in callee.receives], {}, "plain")
             return None
         self._mark_kernel(fv, node, callee)
+        self.kernel_entries.append(KernelEntry(fv.info, a.name, callee, node))
         if a.result is api.Result.LAUNCHER:
-            return SpecialVal("launcher", fv, node, a.name)
+            return SpecialVal("launcher", fv, node, a.name, dict(kwargs))
         # run_scoped / core_map: the body runs now, inside the enclosing kernel's trace.
         self.traced_calls.append(TracedCall(kind=a.name, node=node, func=self._func,
                                             targets=[fv.info], transforms=(), operands=[],
@@ -1551,7 +1613,7 @@ class ModuleAnalysis:
                 for f in target.alts:
                     self._apply_api(a, f, node, fv.kwargs, fv.args, state, fv.node)
                 if a.result is api.Result.LAUNCHER:
-                    return SpecialVal("launcher", target, node, a.name)
+                    return SpecialVal("launcher", target, node, a.name, dict(fv.kwargs))
             return None
         if isinstance(fv, ClassVal):
             init = fv.cls.methods.get("__init__")
@@ -1649,7 +1711,7 @@ class ModuleAnalysis:
                 for f in target.alts:
                     self._apply_api(a, f, node, kwargs, (), state)
                 if a.result is api.Result.LAUNCHER:
-                    return SpecialVal("launcher", target, node, a.name)
+                    return SpecialVal("launcher", target, node, a.name, dict(kwargs))
                 return None
             return None
         if fam is F.ARRAY:
@@ -1757,6 +1819,10 @@ class ModuleAnalysis:
                 self.traced_calls.append(TracedCall(
                     kind=fv.api_name, node=node, func=self._func, targets=targets,
                     transforms=(), operands=[(v, a.value) for a, v in args], bindings={}))
+                n = None if any(a.star for a, _ in args) else \
+                    sum(1 for a, _ in args if a.keyword is None)
+                self.kernel_launches.append(KernelLaunch(targets, fv.api_name, node, n,
+                                                         fv.kwargs or {}))
             return None
         return None
 
@@ -2102,6 +2168,26 @@ def _element_of(value: Optional[Value]) -> Optional[Value]:
         if isinstance(out, RefVal) and out is not first:
             out.unique = False
         return out
+    return None
+
+
+def _count_scratch(expr, kw: str) -> Optional[int]:
+    """How many scratch buffers a launcher keyword gives: ``scratch_shapes=[a, b]`` -> 2,
+    absent -> 0, a grid spec call -> its own ``scratch_shapes`` (0 without one); None when
+    unknown."""
+    if expr is None:
+        return 0
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            return None
+        return len(expr.elements)
+    if isinstance(expr, cst.Call) and kw != "scratch_shapes":
+        for a in expr.args:
+            if a.keyword is not None and a.keyword.value == "scratch_shapes":
+                return _count_scratch(a.value, "scratch_shapes")
+        if any(a.star or a.keyword is None for a in expr.args):
+            return None  # scratch_shapes may be given by position
+        return 0
     return None
 
 

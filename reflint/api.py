@@ -252,7 +252,11 @@ class Callee:
     ``receives``: what it is passed, parameter by parameter (a Src, or None for a value the
     analysis does not model, like fori_loop's index). ``sequence``: the argument is a sequence
     of functions (switch's branches). ``refs``: every parameter it has is a Ref (Pallas
-    kernels) unless bound by ``functools.partial``."""
+    kernels) unless bound by ``functools.partial``. ``returns_none``: JAX rejects a function
+    that returns a value ("The kernel function in the pallas_call ... should return None").
+    ``outputs_after_operands``: the refs it receives are the call's operands, then the outputs,
+    then the scratch buffers given by the keywords ``scratch`` (``scratch_shapes=[...]``,
+    or a grid spec with its own ``scratch_shapes``)."""
 
     pos: Optional[int]
     kw: Optional[str]
@@ -260,6 +264,9 @@ class Callee:
     receives: tuple = ()
     sequence: bool = False
     refs: bool = False
+    returns_none: bool = False
+    outputs_after_operands: bool = False
+    scratch: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -402,14 +409,16 @@ APIS: tuple = (
     Api("pallas_call", ("jax.experimental.pallas.pallas_call",
                         "jax._src.pallas.pallas_call.pallas_call"),
         Family.KERNEL, Result.LAUNCHER,
-        callees=(Callee(0, "kernel", Role.PALLAS_KERNEL, refs=True),), factory="kwargs",
-        word="a Pallas kernel", ref_source=True),
+        callees=(Callee(0, "kernel", Role.PALLAS_KERNEL, refs=True, returns_none=True,
+                        outputs_after_operands=True,
+                        scratch=("scratch_shapes", "grid_spec")),), factory="kwargs",
+        word="a Pallas kernel", call_word="pallas_call", ref_source=True),
     Api("kernel", ("jax.experimental.pallas.kernel", "jax._src.pallas.helpers.kernel",
                    "jax.experimental.pallas.mosaic_gpu.kernel",
                    "jax._src.pallas.mosaic_gpu.core.kernel"),
         Family.KERNEL, Result.LAUNCHER,
-        callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True),), factory="kwargs",
-        word="a Pallas kernel", ref_source=True),
+        callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True, returns_none=True),),
+        factory="kwargs", word="a Pallas kernel", call_word="pl.kernel", ref_source=True),
     Api("run_scoped", ("jax.experimental.pallas.run_scoped",
                        "jax._src.pallas.primitives.run_scoped"),
         Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, refs=True),),
@@ -426,8 +435,9 @@ APIS: tuple = (
         callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True),), factory="kwargs",
         word="a Pallas pipeline body", ref_source=True),
     Api("core_map", ("jax.experimental.pallas.core_map", "jax._src.pallas.core.core_map"),
-        Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL),), factory="always",
-        word="a Pallas core_map body", ref_source=True),
+        Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, returns_none=True),),
+        factory="always", word="a Pallas core_map body", call_word="core_map",
+        ref_source=True),
     Api("run_state", ("jax.experimental.pallas.run_state", "jax._src.state.discharge.run_state",
                       "jax._src.state.discharge.run_state_reference"),
         Family.KERNEL, Result.LAUNCHER,

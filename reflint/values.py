@@ -149,6 +149,7 @@ class SpecialVal(Value):
     target: Any = None
     node: Any = None
     api_name: str = ""  # the registry API it comes from (a kernel launcher's)
+    kwargs: Optional[dict] = None  # a kernel launcher's keyword arguments (name -> expression)
 
 
 def iter_refs(value: Optional[Value], path: str = "") -> Iterator[tuple[RefVal, str]]:

@@ -53,9 +53,12 @@ class RefUsedAsArray(Rule):
     and applied only with `--unsafe-fixes`.
 
     ## Known limits
-    Only refs the analysis can see are reported (see the shared analysis). In Pallas kernels
-    `.reshape`, `.T`, `.bitcast` and `.at` make ref views and are not reported. Refs passed to
-    functions of other libraries are not reported.
+    Only refs the analysis can see are reported (see the shared analysis). On a traced ref
+    (inside `jit`, a Pallas kernel, any traced function) `.reshape`, `.T`, `.transpose`,
+    `.bitcast` and `.at` make ref views: they are not reported, and the view is a ref (math on
+    it is). They are reported at top level, where a concrete Ref lacks them. In a Pallas kernel
+    `x_ref[0]` of a parameter may be a row of a ref or a ref of a pytree of refs: its uses are
+    not reported. Refs passed to functions of other libraries are not reported.
 
     ## JAX versions
     Every version rejects math on an unread ref, with messages that changed: up to 0.9 `jnp.*`

@@ -34,7 +34,9 @@ from reflint.runtime.errors import (
     CustomVjpFwdForeignRef,
     DifferentiatedValueWrittenToRef,
     FreezeOutsideCreationScope,
+    KernelReturnsValue,
     MappedWriteToClosedOverRef,
+    OutputRefRebound,
     RedundantDonation,
     UnavailableJaxApi,
     RefClosedOverAndPassed,
@@ -83,5 +85,5 @@ __all__ = [
     "FreezeOutsideCreationScope", "MappedWriteToClosedOverRef", "RematOfImpureFunction",
     "RefUsedAsArray", "DifferentiatedValueWrittenToRef", "RefOfRef", "UseAfterFreeze",
     "CustomVjpFwdForeignRef", "TracedStateLeak", "ArrayItemAssignment", "RedundantDonation",
-    "UnavailableJaxApi",
+    "UnavailableJaxApi", "KernelReturnsValue", "OutputRefRebound",
 ]
