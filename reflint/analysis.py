@@ -1203,7 +1203,7 @@ class ModuleAnalysis:
                                           fv.bound_kw_values),
                             [(None, None, None) for _ in callee.receives], {}, "plain")
             return None
-        self._mark_kernel(fv, node, callee)
+        self._mark_kernel(fv, node, callee, kwargs)
         self.kernel_entries.append(KernelEntry(fv.info, a.name, callee, node))
         if a.result is api.Result.LAUNCHER:
             return SpecialVal("launcher", fv, node, a.name, dict(kwargs))
@@ -1763,13 +1763,19 @@ class ModuleAnalysis:
                 return FuncAlts(tuple(alts))
         return None
 
-    def _mark_kernel(self, kernel: FuncVal, node, callee: "api.Callee") -> None:
+    def _mark_kernel(self, kernel: FuncVal, node, callee: "api.Callee", kwargs=None) -> None:
         """``kernel`` is a Pallas kernel (or a run_state body): its parameters are refs, but
-        for those bound with functools.partial."""
+        for those bound with functools.partial and those the registry says are not (a
+        pipeline body's indices and carry)."""
         info = kernel.info
         if callee.refs:
             bound = {p.name for p in info.params[:len(kernel.bound_args)]} | \
                 set(kernel.bound_kwargs)
+            free = [p for p in info.params
+                    if p.kind in ("pos", "posonly", "vararg") and p.name not in bound]
+            bound |= {p.name for p in free[:callee.leading]}
+            if free and any(k in (kwargs or {}) for k in callee.carry_if):
+                bound.add(free[-1].name)
             if self._pallas_kernels.get(id(info)) != bound:
                 self._pallas_kernels[id(info)] = bound
                 self._interprocedural = True

@@ -267,6 +267,10 @@ class Callee:
     returns_none: bool = False
     outputs_after_operands: bool = False
     scratch: tuple = ()
+    # Parameters that are not refs: the first ``leading`` ones (a pipeline body's loop
+    # indices), and the last one when one of the keywords ``carry_if`` is given (a carry).
+    leading: int = 0
+    carry_if: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -423,16 +427,23 @@ APIS: tuple = (
                        "jax._src.pallas.primitives.run_scoped"),
         Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, refs=True),),
         word="a Pallas kernel", ref_source=True),
+    # TPU: body(*block_refs, *scratches) (jax/_src/pallas/mosaic/pipeline.py).
     Api("emit_pipeline", ("jax.experimental.pallas.tpu.emit_pipeline",
                           "jax._src.pallas.mosaic.pipeline.emit_pipeline",
                           "jax.experimental.pallas.tpu.emit_pipeline_with_allocations",
-                          "jax._src.pallas.mosaic.pipeline.emit_pipeline_with_allocations",
-                          "jax.experimental.pallas.mosaic_gpu.emit_pipeline",
-                          "jax._src.pallas.mosaic_gpu.pipeline.emit_pipeline",
-                          "jax.experimental.pallas.mosaic_gpu.emit_pipeline_warp_specialized",
-                          "jax._src.pallas.mosaic_gpu.pipeline.emit_pipeline_warp_specialized"),
+                          "jax._src.pallas.mosaic.pipeline.emit_pipeline_with_allocations"),
         Family.KERNEL, Result.LAUNCHER,
         callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True),), factory="kwargs",
+        word="a Pallas pipeline body", ref_source=True),
+    # Mosaic GPU: body(indices, *refs) and, with init_carry (emit_pipeline) or compute_context
+    # (warp specialized), a last carry argument (jax/_src/pallas/mosaic_gpu/pipeline.py).
+    Api("emit_pipeline_gpu", ("jax.experimental.pallas.mosaic_gpu.emit_pipeline",
+                              "jax._src.pallas.mosaic_gpu.pipeline.emit_pipeline",
+                              "jax.experimental.pallas.mosaic_gpu.emit_pipeline_warp_specialized",
+                              "jax._src.pallas.mosaic_gpu.pipeline.emit_pipeline_warp_specialized"),
+        Family.KERNEL, Result.LAUNCHER,
+        callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True, leading=1,
+                        carry_if=("init_carry", "compute_context")),), factory="kwargs",
         word="a Pallas pipeline body", ref_source=True),
     Api("core_map", ("jax.experimental.pallas.core_map", "jax._src.pallas.core.core_map"),
         Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, returns_none=True),),

@@ -197,16 +197,86 @@ def _col(lines, lineno: int, byte_col: int) -> int:
     return len(lines[lineno - 1].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
 
+_FENCE_OPEN = ("```python", "```{code-cell}", "```py", "```ipython")
+
+
+def markdown_to_python(text: str) -> str:
+    """The Python code cells of a Markdown / MyST notebook as one module (a notebook's cells
+    run in one namespace), every other line blank so that line numbers stay those of the
+    Markdown file. Cell options (``:tags:``, a ``---`` YAML header), IPython magics and doctest
+    output are blank; doctest prompts are removed; a cell that does not parse alone (pseudo
+    code) is left out."""
+    lines = text.splitlines()
+    out = [""] * len(lines)
+    i = 0
+    while i < len(lines):
+        if not lines[i].strip().startswith(_FENCE_OPEN):
+            i += 1
+            continue
+        j = i + 1
+        cell = []  # (line index, code)
+        while j < len(lines) and not lines[j].strip().startswith("```"):
+            cell.append((j, lines[j]))
+            j += 1
+        cell = _cell_code(cell)
+        code = "\n".join(c for _, c in cell)
+        try:
+            ast.parse(code)
+        except (SyntaxError, ValueError):
+            cell = []
+        for k, c in cell:
+            out[k] = c
+        i = j + 1
+    return "\n".join(out) + "\n"
+
+
+def _cell_code(cell: list) -> list:
+    """The Python lines of one code cell: options and YAML header dropped, doctest prompts
+    removed (and its output lines dropped), magics dropped."""
+    k = 0
+    while k < len(cell) and cell[k][1].strip().startswith(":"):
+        k += 1
+    if k < len(cell) and cell[k][1].strip() == "---":
+        k += 1
+        while k < len(cell) and cell[k][1].strip() != "---":
+            k += 1
+        k += 1
+    cell = cell[k:]
+    doctest = any(c.lstrip().startswith(">>>") for _, c in cell)
+    out = []
+    for idx, c in cell:
+        if doctest:
+            st = c.lstrip()
+            if st.startswith(">>> ") or st == ">>>":
+                c = st[4:]
+            elif st.startswith("... ") or st == "...":
+                c = st[4:]
+            else:
+                continue
+        if c.lstrip().startswith(("%", "!")):
+            continue
+        out.append((idx, c))
+    return out
+
+
+def read_source(path: str) -> str:
+    """A file's Python source (Markdown: its code cells, see markdown_to_python)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        text = fh.read()
+    return markdown_to_python(text) if path.endswith(".md") else text
+
+
 def python_files(targets) -> list:
+    """The ``.py`` files (and ``.md`` files with Python code cells) under ``targets``."""
     out = []
     for t in targets:
         if os.path.isdir(t):
             for root, dirs, files in os.walk(t):
                 dirs.sort()
                 for f in sorted(files):
-                    if f.endswith(".py"):
+                    if f.endswith((".py", ".md")):
                         out.append(os.path.join(root, f))
-        elif t.endswith(".py"):
+        elif t.endswith((".py", ".md")):
             out.append(t)
     return out
 
@@ -219,9 +289,7 @@ def measure(files, settings=None):
     settings = settings or Settings(select=frozenset({"REF007"}))
     plants = []
     for p in files:
-        with open(p, encoding="utf-8", errors="replace") as fh:
-            src = fh.read()
-        plants.extend(find_plants(p, src))
+        plants.extend(find_plants(p, read_source(p)))
     found, misses = 0, []
     for plant in plants:
         diags = lint_source(plant.source, plant.path, settings).diagnostics
