@@ -2034,6 +2034,10 @@ class ModuleAnalysis:
             got = pos[s.pos] if s.pos is not None and s.pos < len(pos) else kw.get(s.kw)
             return [(got[1], got[0].value)] if got is not None else []
 
+        for s in a.array_args:  # a predicate, an index, loop bounds: Arrays
+            for v, e in given(s):
+                if isinstance(v, RefVal):
+                    self._ref_use("call_arg", e, v, node, a.call_word or a.name)
         calls: list = []  # (FuncVal, [(value, expr)], role)
         for c in a.callees:
             got = pos[c.pos] if c.pos is not None and c.pos < len(pos) else kw.get(c.kw)

@@ -300,6 +300,9 @@ class Api:
     runtime: str = ""  # how reflint.runtime wraps it: "jit", "map", "remat", "grad", "call"
     ref_source: bool = False  # a value the analysis can see as a Ref comes from it
     accepts_refs_since: Optional[tuple] = None  # an array function that takes refs since
+    # Control flow: arguments that must be Arrays (a predicate, an index, loop bounds): a ref
+    # there is REF007 (JAX: "Attempting to pass a Ref ... did you forget to unpack").
+    array_args: tuple = ()
 
 
 def _lax(name: str) -> tuple:
@@ -391,11 +394,11 @@ APIS: tuple = (
         callees=(Callee(1, "true_fun", Role.COND, (_REST3,)),
                  Callee(2, "false_fun", Role.COND, (_REST3,))),
         operands=(_REST3,), checks_aliasing=True, checks_closure=True,
-        word="a lax.cond branch", call_word="lax.cond"),
+        word="a lax.cond branch", call_word="lax.cond", array_args=(Src(0, "pred"),)),
     Api("switch", _lax("switch"), Family.CONTROL_FLOW,
         callees=(Callee(1, "branches", Role.SWITCH, (Src(2, rest=True),), sequence=True),),
         operands=(Src(2, rest=True),), checks_aliasing=True, checks_closure=True,
-        word="a lax.switch branch", call_word="lax.switch"),
+        word="a lax.switch branch", call_word="lax.switch", array_args=(Src(0, "index"),)),
     Api("while_loop", _lax("while_loop"), Family.CONTROL_FLOW,
         callees=(Callee(0, "cond_fun", Role.WHILE_COND, (Src(2, "init_val"),)),
                  Callee(1, "body_fun", Role.WHILE_BODY, (Src(2, "init_val"),))),
@@ -404,7 +407,8 @@ APIS: tuple = (
     Api("fori_loop", _lax("fori_loop"), Family.CONTROL_FLOW,
         callees=(Callee(2, "body_fun", Role.FORI, (None, Src(3, "init_val"))),),
         operands=(Src(3, "init_val"),), checks_aliasing=True, checks_closure=True,
-        word="a lax.fori_loop body", call_word="lax.fori_loop"),
+        word="a lax.fori_loop body", call_word="lax.fori_loop",
+        array_args=(Src(0, "lower"), Src(1, "upper"))),
     Api("map", _lax("map"), Family.CONTROL_FLOW,
         callees=(Callee(0, "f", Role.MAP, (Src(1, "xs", sliced=True),)),),
         operands=(Src(1, "xs"),), checks_closure=True, word="a lax.map body",

@@ -83,7 +83,15 @@ def _is_ref_read(node) -> bool:
     return node.value.id.endswith("_ref")
 
 
-def _array_call(call: ast.Call, modules: dict) -> bool:
+# lax control flow: its operands may be refs (JAX passes refs into cond branches and loop
+# bodies), so a dropped read there is not necessarily a bug; its predicate, index and loop
+# bounds must be Arrays (measured on 0.10.2: "Attempting to pass a Ref ... to a primitive ...
+# did you forget to unpack ([...]) the ref?"). Positional argument numbers.
+_CONTROL_FLOW_ARRAY_ARGS = {"cond": {0}, "switch": {0}, "fori_loop": {0, 1}, "while_loop": set(),
+                            "scan": set(), "map": set(), "associative_scan": set()}
+
+
+def _array_call(call: ast.Call, modules: dict, arg=None) -> bool:
     name = _dotted(call.func)
     if name is None:
         return False
@@ -95,6 +103,9 @@ def _array_call(call: ast.Call, modules: dict) -> bool:
     last = qual.rsplit(".", 1)[-1]
     if last in _METADATA_ONLY or last.startswith("_"):
         return False
+    if qual.startswith("jax.lax.") and last in _CONTROL_FLOW_ARRAY_ARGS:
+        return arg is not None and arg in call.args and \
+            call.args.index(arg) in _CONTROL_FLOW_ARRAY_ARGS[last]
     return qual.startswith(_ARRAY_MODULE_PREFIXES) and qual not in _ARRAY_MODULE_PREFIXES
 
 
@@ -162,7 +173,7 @@ def find_plants(path: str, source: str) -> list:
         elif isinstance(parent, ast.Compare):
             use = True
         elif isinstance(parent, ast.Call) and node in parent.args:
-            use = _array_call(parent, modules)
+            use = _array_call(parent, modules, node)
         elif isinstance(parent, ast.Attribute) and parent.value is node:
             grand = parents.get(parent)
             use = parent.attr in _ARRAY_METHODS and (
