@@ -1208,6 +1208,8 @@ class ModuleAnalysis:
         result, a partial): what the application evaluates to."""
         if a.family is api.Family.TRANSFORM:
             return self._wrap(fv, Transform(a.name, transform_node or node, kwargs, args), node)
+        if a.family is api.Family.WRAPPER:
+            return fv
         if not a.callees:
             return None
         callee = a.callees[0]
@@ -1714,7 +1716,7 @@ class ModuleAnalysis:
             return self._call_partial(node, args)
         if fam is F.CONTROL_FLOW:
             return self._call_control_flow(node, a, args, state)
-        if fam in (F.KERNEL, F.INLINE):
+        if fam in (F.KERNEL, F.INLINE, F.WRAPPER):
             kwargs = {arg.keyword.value: arg.value for arg, _ in args if arg.keyword}
             positional = [(arg, v) for arg, v in args if not arg.keyword and not arg.star]
             if a.factory == "always" or (a.factory and not positional):

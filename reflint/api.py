@@ -216,6 +216,7 @@ class Family(enum.Enum):
     KERNEL = "Pallas kernel entry point"  # its functions take refs
     INLINE = "inline body"  # runs its function where it stands (pl.when, pl.loop)
     PARTIAL = "partial application"
+    WRAPPER = "function wrapper"  # gives back its function, traced no differently
     NNX = "Flax NNX"
     ARRAY = "array function"  # an array function with meaning for the analysis
 
@@ -470,6 +471,10 @@ APIS: tuple = (
                                  "jax._src.ad_checkpoint.optimization_barrier"),
         Family.ARRAY, Result.PASS_THROUGH, accepts_refs_since=(0, 12, 0)),
     Api("partial", ("functools.partial",), Family.PARTIAL),
+    # Decorators that give back a function that runs the same way (a name for profiles).
+    Api("named_scope", _src("api", "named_scope"), Family.WRAPPER, Result.FUNCTION,
+        factory="always"),
+    Api("named_call", _src("api", "named_call"), Family.WRAPPER, Result.FUNCTION),
     # Flax NNX: a module/state whose arrays were turned into refs (the seed's API).
     Api("to_refs", ("flax.nnx.to_refs", "flax.nnx.variablelib.to_refs",
                     "flax.nnx.graphlib.to_refs"),
@@ -526,7 +531,7 @@ KERNEL_APIS = family(Family.KERNEL)
 CALLING_APIS = family(Family.TRANSFORM, Family.CONTROL_FLOW, Family.KERNEL, Family.INLINE,
                       Family.PARTIAL)
 # APIs the analysis applies to a function given as a decorator (or through partial).
-DECORATOR_APIS = family(Family.TRANSFORM, Family.KERNEL, Family.INLINE)
+DECORATOR_APIS = family(Family.TRANSFORM, Family.KERNEL, Family.INLINE, Family.WRAPPER)
 MAP_TRANSFORMS = names_where(lambda a: a.role is not None and ROLES[a.role].maps)
 GRAD_TRANSFORMS = names_where(lambda a: a.role is not None and ROLES[a.role].differentiates)
 # APIs whose result the analysis takes for an Array.

@@ -285,6 +285,8 @@ def python_files(targets) -> list:
             for root, dirs, files in os.walk(t):
                 dirs.sort()
                 for f in sorted(files):
+                    if f.endswith(".md.py") and f[:-3] in files:
+                        continue  # a conversion of the Markdown file next to it
                     if f.endswith((".py", ".md")):
                         out.append(os.path.join(root, f))
         elif t.endswith((".py", ".md")):
