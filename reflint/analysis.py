@@ -424,6 +424,11 @@ class ModuleAnalysis:
         """Every role kind under which ``info`` runs, its own and its traced callers'."""
         return self._traced.get(id(info), set())
 
+    def unchecked_trace(self, info: FunctionInfo) -> bool:
+        """``info`` runs inside a trace that JAX makes with mutable-array checks off (a Pallas
+        kernel: api.RoleInfo.unchecked)."""
+        return any(api.role_info(k).unchecked for k in self.trace_kinds(info))
+
     # -- Pallas kernels ----------------------------------------------------------------------
 
     def kernel_outputs(self, info: FunctionInfo) -> Optional[tuple]:

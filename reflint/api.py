@@ -83,6 +83,13 @@ class RoleInfo:
     remat: bool = False  # rematerialized (REF006)
     differentiates: bool = False  # differentiates its function (REF008, REF016)
     spelled: str = ""  # the public spelling, for messages ("jax.grad")
+    # JAX traces it with mutable-array checks off (jax.config.mutable_array_checks(False)):
+    # Pallas kernels (jax/_src/pallas/pallas_call.py, _trace_kernel_to_jaxpr).
+    unchecked: bool = False
+    # Its outputs may carry a ref through (the same ref, in the carry) where checks are off:
+    # a fori_loop / while_loop body inside a Pallas kernel (measured on 0.10.2 under
+    # interpret=True; a cond branch or a scan body returning a ref still fails there).
+    carries_refs_unchecked: bool = False
 
 
 _SCAN_FREEZE = ((None, "JAX fails with an empty `AssertionError`"),)
@@ -101,7 +108,8 @@ ROLES: dict = {
         return_hint=" (keep refs out of the carry; close over them instead)",
         freeze_error=_SCAN_FREEZE),
     Role.FORI: RoleInfo("a lax.fori_loop body", once_per_trace=True, repeats="iteration",
-                        no_ref_outputs=True, freeze_error=_SCAN_FREEZE),
+                        no_ref_outputs=True, freeze_error=_SCAN_FREEZE,
+                        carries_refs_unchecked=True),
     Role.MAP: RoleInfo("a lax.map body", once_per_trace=True, repeats="iteration",
                        no_ref_outputs=True, freeze_error=_SCAN_FREEZE),
     Role.COND: RoleInfo(
@@ -114,6 +122,7 @@ ROLES: dict = {
                              "...`"),)),
     Role.WHILE_BODY: RoleInfo(
         "a lax.while_loop body", once_per_trace=True, repeats="iteration", no_ref_outputs=True,
+        carries_refs_unchecked=True,
         freeze_error=((None, "JAX fails with `ValueError: foreach() argument 2 is shorter "
                              "...`"),)),
     Role.WHILE_COND: RoleInfo(
@@ -164,7 +173,8 @@ ROLES: dict = {
     Role.CUSTOM_VJP_FWD: RoleInfo("a custom_vjp fwd rule"),
     Role.CUSTOM_VJP_BWD: RoleInfo("a custom_vjp bwd rule"),
     Role.CUSTOM_JVP_RULE: RoleInfo("a custom_jvp rule"),
-    Role.PALLAS_KERNEL: RoleInfo("a Pallas kernel", once_per_trace=True, repeats="grid step"),
+    Role.PALLAS_KERNEL: RoleInfo("a Pallas kernel", once_per_trace=True, repeats="grid step",
+                                 unchecked=True),
     Role.STATE_BODY: RoleInfo("a run_state body", once_per_trace=True),
 }
 

@@ -59,6 +59,8 @@ class RefReturned(Rule):
     Only refs the analysis can see are reported: a ref returned through a helper defined in
     another module, or stored in an object attribute other than `self.<name>`, is missed.
     Functions wrapped by `flax.nnx.jit` (which allows ref-holding modules) are not checked.
+    Inside a Pallas kernel, which JAX traces with mutable-array checks off, a `fori_loop` or
+    `while_loop` body may carry a ref through and is not reported.
 
     ## JAX versions
     0.7.2 and later raise at trace time (`lax.cond` raises on every version). 0.7.1 (with
@@ -78,6 +80,9 @@ class RefReturned(Rule):
         old = analysis.settings.target_jax_version < (0, 7, 2)
         for fact in analysis.returns:
             kinds = fact.func.role_kinds()
+            if kinds and analysis.unchecked_trace(fact.func):
+                # Inside a Pallas kernel a loop may carry a ref through (checks are off).
+                kinds = {k for k in kinds if not api.role_info(k).carries_refs_unchecked}
             role = next((r for r in RETURN_ROLES if r in kinds), None)
             if role is None or fact.expr is None:
                 continue
