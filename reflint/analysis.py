@@ -28,9 +28,9 @@ import libcst as cst
 
 from . import api
 from .values import (
-    QN, ArrayVal, ClassVal, DictVal, FuncVal, InstanceVal, NnxVal, RefVal, SeqVal, SpecialVal,
-    Transform, TransformVal, Value, contains_ref, is_interesting, iter_refs, join, signature,
-    tree_attribute,
+    QN, ArrayVal, ClassVal, DictVal, FuncAlts, FuncVal, InstanceVal, NnxVal, RefSeqVal, RefVal,
+    SeqVal, SpecialVal, Transform, TransformVal, Value, contains_ref, is_interesting, iter_refs,
+    join, signature, tree_attribute,
 )
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -87,6 +87,9 @@ class FunctionInfo:
     # Runs with Flax NNX refs on: a call of it is made with refs on (every known call, for a
     # function that is not traced itself), or it is decorated `@nnx.var_defaults(ref=True)`.
     refs_mode: bool = False
+    # For a function defined at module level: the module's names when its def ran (a name
+    # defined several times, one def per notebook cell, resolves to the def before it).
+    def_env: Optional[dict] = None
 
     @property
     def is_module(self) -> bool:
@@ -128,6 +131,18 @@ class ClassInfo:
     # A Flax NNX class (a base is one, api.Result.NNX_OBJECT): "variable" (a Variable
     # subclass) or "module" (Module, Pytree); "" for any other class.
     nnx: str = ""
+    bases: list = field(default_factory=list)  # ClassInfo of the bases defined in the module
+
+    def method(self, name: str, _depth: int = 0):
+        """The method ``name`` of the class or, when it has none, of its bases (in order)."""
+        if name in self.methods:
+            return self.methods[name]
+        if _depth < 8:
+            for b in self.bases:
+                m = b.method(name, _depth + 1)
+                if m is not None:
+                    return m
+        return None
 
 
 @dataclass(eq=False)
@@ -289,6 +304,28 @@ class MutatingCall:
 
 
 @dataclass(eq=False)
+class KernelEntry:
+    """A local function given to a Pallas entry point as its kernel / body (``callee`` is the
+    registry's description of how the API calls it)."""
+
+    func: FunctionInfo
+    api_name: str
+    callee: "api.Callee"
+    node: cst.CSTNode  # the decorator, call or partial applying the API
+
+
+@dataclass(eq=False)
+class KernelLaunch:
+    """A kernel launcher called with its operands: ``pallas_call(kernel, ...)(x, y)``."""
+
+    targets: list  # FunctionInfo of the kernel (several for ``kernel = a if c else b``)
+    api_name: str
+    node: cst.Call  # the call with the operands
+    operands: Optional[int]  # how many positional operands (None: a starred argument)
+    kwargs: dict  # the API's keyword arguments (name -> expression)
+
+
+@dataclass(eq=False)
 class PlainCall:
     node: cst.Call
     caller: FunctionInfo
@@ -403,6 +440,48 @@ class ModuleAnalysis:
     def trace_kinds(self, info: FunctionInfo) -> set:
         """Every role kind under which ``info`` runs, its own and its traced callers'."""
         return self._traced.get(id(info), set())
+
+    def unchecked_trace(self, info: FunctionInfo) -> bool:
+        """``info`` runs inside a trace that JAX makes with mutable-array checks off (a Pallas
+        kernel: api.RoleInfo.unchecked)."""
+        return any(api.role_info(k).unchecked for k in self.trace_kinds(info))
+
+    # -- Pallas kernels ----------------------------------------------------------------------
+
+    def kernel_outputs(self, info: FunctionInfo) -> Optional[tuple]:
+        """The parameters of a Pallas kernel that receive its output refs, when every launch
+        of it says the same: the refs come in the order operands, outputs, scratch buffers
+        (api.Callee.outputs_after_operands), so they are those after the launch's operands and
+        before the scratch buffers its keywords list. None when unknown."""
+        return self.cached(("kernel outputs", id(info)), lambda: self._kernel_outputs(info))
+
+    def _kernel_outputs(self, info: FunctionInfo) -> Optional[tuple]:
+        entries = [e for e in self.kernel_entries if e.func is info]
+        if not entries or not all(e.callee.outputs_after_operands for e in entries):
+            return None
+        bound = self._pallas_kernels.get(id(info), set())
+        if any(p.kind == "vararg" for p in info.params):
+            return None
+        params = [p.name for p in info.params
+                  if p.kind in ("pos", "posonly") and p.name not in bound]
+        found = None
+        for launch in self.kernel_launches:
+            if info not in launch.targets:
+                continue
+            if launch.operands is None:
+                return None
+            callee = next(e.callee for e in entries)
+            scratch = 0
+            for kw in callee.scratch:
+                n = _count_scratch(launch.kwargs.get(kw), kw)
+                if n is None:
+                    return None
+                scratch += n
+            outs = tuple(params[launch.operands:len(params) - scratch])
+            if found is not None and outs != found:
+                return None
+            found = outs
+        return found or None
 
     # -- trace scopes and ref origins (REF004, REF005, REF006) ---------------------------------
 
@@ -729,6 +808,8 @@ class ModuleAnalysis:
         self.attribute_writes: list[AttributeWrite] = []
         self.item_writes: list[ItemWrite] = []
         self.mutating_calls: list[MutatingCall] = []
+        self.kernel_entries: list[KernelEntry] = []
+        self.kernel_launches: list[KernelLaunch] = []
         self._new_seeds: dict = {}  # id(info) -> {param: Value}
         self._new_returns: dict = {}  # id(info) -> Value
         self._new_attrs: dict = {}  # id(cls) -> {attr: Value}
@@ -857,6 +938,12 @@ class ModuleAnalysis:
                 p.name not in self._pallas_kernels[id(info)]:
             return RefVal(key=("param", id(info.node), p.name), origin="pallas", node=p.node,
                           scope=info, name=p.name)
+        if id(info) in self._pallas_kernels and p.kind == "vararg" and \
+                p.name not in self._pallas_kernels[id(info)]:
+            # `def kernel(*refs)`: a tuple of refs (unless partial binds more positional
+            # arguments than the named parameters take: they come first in it).
+            return RefSeqVal(RefVal(key=("param", id(info.node), p.name), origin="pallas",
+                                        node=p.node, scope=info, name=p.name))
         seed = info.seeds.get(p.name)
         if seed is not None:
             return self._rebase(seed, info, p)
@@ -874,6 +961,11 @@ class ModuleAnalysis:
         if isinstance(value, DictVal):
             return DictVal({k: self._rebase(v, info, p, f"{path}[{k!r}]")
                             for k, v in value.items.items()})
+        if isinstance(value, RefSeqVal) and not path:
+            base = RefVal(key=("param", id(info.node), p.name), origin=value.base.origin,
+                          node=p.node, scope=info, name=p.name)
+            return RefSeqVal(base, 0, True) if value.exact and not value.offset else \
+                RefSeqVal(base, 0, False)
         return value
 
     def _annotation_qn(self, expr, info) -> Optional[str]:
@@ -1119,6 +1211,8 @@ class ModuleAnalysis:
             dv = self._eval(d.decorator, state)
             value = self._apply_decorator(dv, value, d.decorator, state)
         self._enqueue(info)
+        if outer.is_module and cls is None:
+            info.def_env = dict(state.env)
         if cls is not None and isinstance(value, FuncVal) and value.info is info:
             cls.methods[node.name.value] = value
         self._bind_name(node.name.value, value, state)
@@ -1127,8 +1221,7 @@ class ModuleAnalysis:
     _class_parent: Optional[FunctionInfo] = None
 
     def _exec_class(self, node: cst.ClassDef, state: _State) -> None:
-        for b in node.bases:
-            self._eval(b.value, state)
+        bases = [self._eval(b.value, state) for b in node.bases]
         for d in node.decorators:
             self._eval(d.decorator, state)
         cls = self.classes.get(id(node))
@@ -1143,6 +1236,7 @@ class ModuleAnalysis:
                     cls.nnx = cls.nnx or ("variable" if a.ref_keywords else "module")
             elif isinstance(bv, ClassVal):
                 cls.nnx = cls.nnx or bv.cls.nnx
+        cls.bases = [b.cls for b in bases if isinstance(b, ClassVal) and b.cls is not cls]
         saved = (self._current_class, self._class_parent)
         self._current_class, self._class_parent = cls, self._func
         class_state = _State(dict(state.env), dict(state.frozen))
@@ -1153,6 +1247,8 @@ class ModuleAnalysis:
     def _apply_decorator(self, dv, fv, node, state) -> Optional[Value]:
         if not isinstance(fv, FuncVal):
             return None
+        if isinstance(dv, FuncVal):
+            dv = self._forwarded_api(dv) or dv
         if isinstance(dv, QN):
             a = api.lookup(dv.qualname)
             if a is not None and a.name in api.DECORATOR_APIS:
@@ -1184,6 +1280,8 @@ class ModuleAnalysis:
         result, a partial): what the application evaluates to."""
         if a.family is api.Family.TRANSFORM:
             return self._wrap(fv, Transform(a.name, transform_node or node, kwargs, args), node)
+        if a.family is api.Family.WRAPPER:
+            return fv
         if not a.callees:
             return None
         callee = a.callees[0]
@@ -1193,9 +1291,10 @@ class ModuleAnalysis:
                                           fv.bound_kw_values),
                             [(None, None, None) for _ in callee.receives], {}, "plain")
             return None
-        self._mark_kernel(fv, node, callee)
+        self._mark_kernel(fv, node, callee, kwargs)
+        self.kernel_entries.append(KernelEntry(fv.info, a.name, callee, node))
         if a.result is api.Result.LAUNCHER:
-            return SpecialVal("launcher", fv, node, a.name)
+            return SpecialVal("launcher", fv, node, a.name, dict(kwargs))
         # run_scoped / core_map: the body runs now, inside the enclosing kernel's trace.
         self.traced_calls.append(TracedCall(kind=a.name, node=node, func=self._func,
                                             targets=[fv.info], transforms=(), operands=[],
@@ -1235,9 +1334,20 @@ class ModuleAnalysis:
             starred = any(isinstance(e, cst.StarredElement) for e in elements)
             items = value.items if isinstance(value, SeqVal) and not starred and \
                 len(value.items) == len(elements) else None
+            refs = _unpacked_refs(value, len(elements))
+            star_at = next((i for i, e in enumerate(elements)
+                            if isinstance(e, cst.StarredElement)), None)
             for i, e in enumerate(elements):
                 sub = e.value
-                if isinstance(e, cst.StarredElement):
+                if refs is not None:
+                    # A tuple of refs (`x_ref, o_ref = refs`, `*ins, out = refs`): refs.
+                    if i == star_at:
+                        v = refs.rest(i) if i == len(elements) - 1 else RefSeqVal(
+                            refs.base, refs.offset, False)
+                    else:
+                        v = refs.item(i if star_at is None or i < star_at else None)
+                    self._bind_target(sub, v, state, stmt)
+                elif isinstance(e, cst.StarredElement):
                     self._bind_target(sub, None, state, stmt)
                 else:
                     self._bind_target(sub, items[i] if items is not None else None, state, stmt)
@@ -1283,6 +1393,8 @@ class ModuleAnalysis:
         while scope is not None:
             if name in scope.summary:
                 value = scope.summary[name]
+                if scope.is_module and not isinstance(value, FuncVal):
+                    value = self._def_time_value(name, info, value)
                 if node is not None and contains_ref(value):
                     # Every function between here and the defining scope closes over it.
                     f = info
@@ -1294,6 +1406,21 @@ class ModuleAnalysis:
         if name in _BUILTIN_NAMES and not self.has_star_import:
             return QN(f"builtins.{name}")
         return None
+
+    @staticmethod
+    def _def_time_value(name: str, info: FunctionInfo, value):
+        """A module-level name read in a function: the function that the name was bound to when
+        the enclosing top-level def ran, when the module binds the name to several values (one
+        kernel per notebook cell) and that one is a function."""
+        f = info
+        while f.parent is not None and not f.parent.is_module:
+            f = f.parent
+        env = f.def_env
+        if env is not None:
+            at_def = env.get(name)
+            if isinstance(at_def, (FuncVal, FuncAlts)):
+                return at_def
+        return value
 
     def _note_closure(self, name: str, label: str, value: Value, node) -> None:
         """Record ``value`` as closed over by every function between here and the scope that
@@ -1341,8 +1468,15 @@ class ModuleAnalysis:
                                        node)
                 return value
             if isinstance(base, RefVal):
-                if attr in api.ARRAY_ONLY_ATTRIBUTES and not (
-                        base.origin == "pallas" and attr in api.PALLAS_REF_VIEW_ATTRIBUTES):
+                if attr in api.REF_VIEW_ATTRIBUTES and (
+                        not self._func.is_module or base.origin == "pallas"):
+                    # A view of the ref (jax/_src/state/types.py), valid on a traced ref: still
+                    # a ref. At top level a concrete Ref has none of them but `.at`.
+                    if attr == "at":
+                        return SpecialVal("ref_at", base)
+                    return base if attr in api.REF_VIEW_PROPERTIES else \
+                        SpecialVal("ref_view", base)
+                if attr in api.ARRAY_ONLY_ATTRIBUTES:
                     self._ref_use("attr", node.value, base, node, attr)
                 if attr == "at":
                     return SpecialVal("ref_at", base)
@@ -1359,8 +1493,14 @@ class ModuleAnalysis:
             base = self._eval(node.value, state)
             self._eval_slices(node, state)
             if isinstance(base, RefVal):
+                if _is_pallas_param(base) and isinstance(_const_index(node), int):
+                    # `in_refs[0]`: a row of a ref, or a ref of a pytree of refs (a kernel
+                    # parameter may be either): unknown, unless it is unpacked.
+                    return SpecialVal("pallas_item", base, node)
                 self._record_access("read", node, node.value, base, None, state)
                 return ArrayVal(node)
+            if isinstance(base, RefSeqVal):
+                return _seq_item(base, node)
             if isinstance(base, SpecialVal) and base.kind == "ref_at":
                 return base.target
             if isinstance(base, (SeqVal, DictVal)):
@@ -1513,8 +1653,8 @@ class ModuleAnalysis:
     def _attribute_value(self, base, attr: str) -> Optional[Value]:
         if isinstance(base, InstanceVal):
             cls = base.cls
-            if attr in cls.methods:
-                m = cls.methods[attr]
+            m = cls.method(attr)
+            if m is not None:
                 return FuncVal(m.info, m.transforms, m.bound_args, m.bound_kwargs, base,
                                m.bound_kw_values)
             value = cls.attrs.get(attr)
@@ -1566,15 +1706,30 @@ class ModuleAnalysis:
             if not isinstance(receiver, (QN, RefVal, FuncVal, ClassVal)):
                 self.mutating_calls.append(MutatingCall(node, receiver, node.func.attr.value,
                                                         self._func))
+        if isinstance(fv, FuncVal):
+            fv = self._forwarded_api(fv) or fv
         if isinstance(fv, QN):
             return self._call_qn(node, fv.qualname, args, state)
         if isinstance(fv, FuncVal):
             return self._call_func(node, fv, args, state)
+        if isinstance(fv, FuncAlts) and not any(f.transforms for f in fv.alts):
+            # `kernel = a if c else b; kernel(...)`: either local function runs.
+            out = "none"
+            for f in fv.alts:
+                r = self._call_func(node, f, args, state)
+                out = r if out == "none" else join(out, r)
+            return None if out == "none" else out
         if isinstance(fv, TransformVal):
             target = _first_positional(args)
             if isinstance(target, FuncVal):
                 return self._apply_api(api.API[fv.kind], target, node, fv.kwargs, fv.args,
                                        state, fv.node)
+            a = api.API[fv.kind]
+            if isinstance(target, FuncAlts) and a.family is api.Family.KERNEL:
+                for f in target.alts:
+                    self._apply_api(a, f, node, fv.kwargs, fv.args, state, fv.node)
+                if a.result is api.Result.LAUNCHER:
+                    return SpecialVal("launcher", target, node, a.name, dict(fv.kwargs))
             return None
         if isinstance(fv, ClassVal):
             init = fv.cls.methods.get("__init__")
@@ -1663,7 +1818,7 @@ class ModuleAnalysis:
             return self._call_partial(node, args)
         if fam is F.CONTROL_FLOW:
             return self._call_control_flow(node, a, args, state)
-        if fam in (F.KERNEL, F.INLINE):
+        if fam in (F.KERNEL, F.INLINE, F.WRAPPER):
             kwargs = {arg.keyword.value: arg.value for arg, _ in args if arg.keyword}
             positional = [(arg, v) for arg, v in args if not arg.keyword and not arg.star]
             if a.factory == "always" or (a.factory and not positional):
@@ -1672,6 +1827,12 @@ class ModuleAnalysis:
             target = positional[0][1] if positional else None
             if isinstance(target, FuncVal):
                 return self._apply_api(a, target, node, kwargs, (), state)
+            if isinstance(target, FuncAlts):  # `kernel = k1 if c else k2`: each may run
+                for f in target.alts:
+                    self._apply_api(a, f, node, kwargs, (), state)
+                if a.result is api.Result.LAUNCHER:
+                    return SpecialVal("launcher", target, node, a.name, dict(kwargs))
+                return None
             return None
         if fam is F.ARRAY:
             self._array_function_args(node, qn, args)
@@ -1764,11 +1925,14 @@ class ModuleAnalysis:
 
     def _call_partial(self, node: cst.Call, args: list) -> Optional[Value]:
         target = _first_positional(args)
+        if isinstance(target, FuncVal):
+            target = self._forwarded_api(target) or target
         kwargs = {arg.keyword.value: arg.value for arg, _ in args if arg.keyword}
         extra = tuple(v for arg, v in args[1:] if not arg.keyword and not arg.star)
         if isinstance(target, QN):
             t = api.lookup(target.qualname)
-            if t is not None and (t.family is api.Family.TRANSFORM or t.factory):
+            if t is not None and (t.family is api.Family.TRANSFORM or t.factory or
+                                  t.family is api.Family.KERNEL):
                 return TransformVal(t.name, node, kwargs,
                                     tuple(arg.value for arg, _ in args[1:] if not arg.keyword))
             return None
@@ -1783,15 +1947,73 @@ class ModuleAnalysis:
             return FuncVal(target.info, target.transforms, target.bound_args + extra,
                            target.bound_kwargs + tuple(kwargs), target.self_value,
                            target.bound_kw_values + kw_values)
+        if isinstance(target, FuncAlts):
+            alts = [self._call_partial(node, [(args[0][0], f)] + list(args[1:]))
+                    for f in target.alts]
+            if all(isinstance(f, FuncVal) for f in alts):
+                return FuncAlts(tuple(alts))
         return None
 
-    def _mark_kernel(self, kernel: FuncVal, node, callee: "api.Callee") -> None:
+    def _forwarded_api(self, fv: FuncVal) -> Optional[QN]:
+        """A local function that only forwards its arguments to a JAX transform or Pallas entry
+        point (``def pallas_call(self, *args, **kwargs): return pl.pallas_call(*args, **kwargs,
+        interpret=True)``, as JAX's own tests do) stands for that API: its QN, else None."""
+        if fv.transforms or fv.bound_args or fv.bound_kwargs:
+            return None
+        info = fv.info
+        return self.cached(("forwards", id(info)), lambda: self._forwarding(info))
+
+    def _forwarding(self, info: FunctionInfo) -> Optional[QN]:
+        node = info.node
+        if type(node) is not cst.FunctionDef or node.decorators:
+            return None
+        vararg = next((p.name for p in info.params if p.kind == "vararg"), None)
+        others = [p for p in info.params if p.kind not in ("vararg", "kwarg")]
+        if vararg is None or len(others) > (1 if info.is_method else 0):
+            return None
+        stmts = [st for st in getattr(node.body, "body", ())]
+        if stmts and _is_docstring(stmts[0]):
+            stmts = stmts[1:]
+        if len(stmts) != 1 or type(stmts[0]) is not cst.SimpleStatementLine or \
+                len(stmts[0].body) != 1 or type(stmts[0].body[0]) is not cst.Return:
+            return None
+        call = stmts[0].body[0].value
+        if type(call) is not cst.Call:
+            return None
+        pos = [a for a in call.args if a.keyword is None and a.star != "**"]
+        if not pos or pos[0].star != "*" or type(pos[0].value) is not cst.Name or \
+                pos[0].value.value != vararg:
+            return None
+        target = self._lookup_static(call.func, info)
+        if not isinstance(target, QN):
+            return None
+        a = api.lookup(target.qualname)
+        if a is None or a.name not in api.DECORATOR_APIS:
+            return None
+        return target
+
+    def _mark_kernel(self, kernel: FuncVal, node, callee: "api.Callee", kwargs=None) -> None:
         """``kernel`` is a Pallas kernel (or a run_state body): its parameters are refs, but
-        for those bound with functools.partial."""
+        for those bound with functools.partial and those the registry says are not (a
+        pipeline body's indices and carry)."""
         info = kernel.info
         if callee.refs:
             bound = {p.name for p in info.params[:len(kernel.bound_args)]} | \
                 set(kernel.bound_kwargs)
+            free = [p for p in info.params
+                    if p.kind in ("pos", "posonly", "vararg") and p.name not in bound]
+            bound |= {p.name for p in free[:callee.leading]}
+            if free and any(k in (kwargs or {}) for k in callee.carry_if):
+                bound.add(free[-1].name)
+            # Arguments bound by functools.partial reach their parameters (a scratch ref
+            # handed to a pipeline body: `partial(body, acc_ref)`).
+            named = [p for p in info.params if p.kind in ("pos", "posonly")]
+            for p, v in zip(named, kernel.bound_args):
+                if is_interesting(v):
+                    self._seed(info, p.name, v)
+            for name, v in kernel.bound_kw_values:
+                if is_interesting(v) and info.param(name) is not None:
+                    self._seed(info, name, v)
             if self._pallas_kernels.get(id(info)) != bound:
                 self._pallas_kernels[id(info)] = bound
                 self._interprocedural = True
@@ -1832,14 +2054,22 @@ class ModuleAnalysis:
             if isinstance(rule, FuncVal):
                 self._add_role(rule.info, api.Role.CUSTOM_JVP_RULE, node)
             return None
+        if fv.kind == "ref_view":  # x_ref.reshape(...), .bitcast(...), .transpose(...)
+            return fv.target
         if fv.kind == "launcher":
             # Calling a kernel launcher (pallas_call(k), emit_pipeline(body), pl.kernel(body),
             # run_state(f)) with operands: the kernel runs on refs.
             kernel = fv.target
-            if isinstance(kernel, FuncVal):
+            kernels = kernel.alts if isinstance(kernel, FuncAlts) else (kernel,)
+            targets = [k.info for k in kernels if isinstance(k, FuncVal)]
+            if targets:
                 self.traced_calls.append(TracedCall(
-                    kind=fv.api_name, node=node, func=self._func, targets=[kernel.info],
+                    kind=fv.api_name, node=node, func=self._func, targets=targets,
                     transforms=(), operands=[(v, a.value) for a, v in args], bindings={}))
+                n = None if any(a.star for a, _ in args) else \
+                    sum(1 for a, _ in args if a.keyword is None)
+                self.kernel_launches.append(KernelLaunch(targets, fv.api_name, node, n,
+                                                         fv.kwargs or {}))
             return None
         return None
 
@@ -1874,10 +2104,23 @@ class ModuleAnalysis:
         return None
 
     def _call_func(self, node: cst.Call, fv: FuncVal, args: list, state: _State):
-        if any(a.star == "*" for a, _ in args):
-            self._record_unbindable(node, fv, args)
-            return self._result_of(fv)
+        starred = [i for i, (a, _) in enumerate(args) if a.star == "*"]
         positional = [(a, v, a.value) for a, v in args if not a.star and a.keyword is None]
+        if starred:
+            last = max((i for i, (a, _) in enumerate(args) if not a.keyword and
+                        a.star != "**"), default=-1)
+            seq = args[starred[0]][1]
+            if len(starred) == 1 and starred[0] == last and isinstance(seq, RefSeqVal) and \
+                    seq.exact:
+                # `f(a, *refs)`: the tuple of refs fills the parameters left (Pallas kernels
+                # handing their `*refs` to a helper).
+                a_star = args[starred[0]][0]
+                n = sum(1 for p in fv.info.params if p.kind in ("pos", "posonly"))
+                n -= len(positional) + len(fv.bound_args) + (fv.self_value is not None)
+                positional += [(a_star, seq.item(i), None) for i in range(max(n, 0))]
+            else:
+                self._record_unbindable(node, fv, args)
+                return self._result_of(fv)
         keywords = {a.keyword.value: (a, v, a.value) for a, v in args if a.keyword is not None}
         self._bind_call(node, fv, positional, keywords, "traced" if fv.transforms else "plain")
         return self._result_of(fv)
@@ -1975,6 +2218,10 @@ class ModuleAnalysis:
             got = pos[s.pos] if s.pos is not None and s.pos < len(pos) else kw.get(s.kw)
             return [(got[1], got[0].value)] if got is not None else []
 
+        for s in a.array_args:  # a predicate, an index, loop bounds: Arrays
+            for v, e in given(s):
+                if isinstance(v, RefVal):
+                    self._ref_use("call_arg", e, v, node, a.call_word or a.name)
         calls: list = []  # (FuncVal, [(value, expr)], role)
         for c in a.callees:
             got = pos[c.pos] if c.pos is not None and c.pos < len(pos) else kw.get(c.kw)
@@ -2170,6 +2417,8 @@ def _first_positional_arg(args):
 
 def _element_of(value: Optional[Value]) -> Optional[Value]:
     """The loop variable's value when iterating over ``value``."""
+    if isinstance(value, RefSeqVal):
+        return value.item(None)
     if isinstance(value, SeqVal) and value.items:
         first = value.items[0]
         out = first
@@ -2179,6 +2428,67 @@ def _element_of(value: Optional[Value]) -> Optional[Value]:
             out.unique = False
         return out
     return None
+
+
+def _is_docstring(stmt) -> bool:
+    return type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 and \
+        type(stmt.body[0]) is cst.Expr and \
+        isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+
+
+def _count_scratch(expr, kw: str) -> Optional[int]:
+    """How many scratch buffers a launcher keyword gives: ``scratch_shapes=[a, b]`` -> 2,
+    absent -> 0, a grid spec call -> its own ``scratch_shapes`` (0 without one); None when
+    unknown."""
+    if expr is None:
+        return 0
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            return None
+        return len(expr.elements)
+    if isinstance(expr, cst.Call) and kw != "scratch_shapes":
+        for a in expr.args:
+            if a.keyword is not None and a.keyword.value == "scratch_shapes":
+                return _count_scratch(a.value, "scratch_shapes")
+        if any(a.star or a.keyword is None for a in expr.args):
+            return None  # scratch_shapes may be given by position
+        return 0
+    return None
+
+
+def _is_pallas_param(ref: RefVal) -> bool:
+    """A parameter of a Pallas kernel itself (not an element of one): a Ref or a pytree of
+    refs, the analysis cannot tell."""
+    return ref.origin == "pallas" and len(ref.key) == 3 and ref.key[0] == "param"
+
+
+def _unpacked_refs(value, n: int) -> Optional[RefSeqVal]:
+    """Unpacking ``value`` into names: the tuple of refs it is, when it is one (a ``*refs``
+    parameter, a Pallas kernel parameter or an element of one: a Ref itself is not unpacked)."""
+    if isinstance(value, RefSeqVal):
+        return value
+    if isinstance(value, RefVal) and _is_pallas_param(value):
+        return RefSeqVal(value)
+    if isinstance(value, SpecialVal) and value.kind == "pallas_item":
+        base, node = value.target, value.node
+        k = _const_index(node)
+        return RefSeqVal(RefVal(key=base.key + (f"[{k}]",), origin="pallas", node=base.node,
+                                scope=base.scope, name=f"{base.name}[{k}]"))
+    return None
+
+
+def _seq_item(seq: RefSeqVal, node: cst.Subscript) -> Optional[Value]:
+    """``refs[i]`` (a ref) or ``refs[a:]`` (a tuple of refs) of a tuple of refs."""
+    if len(node.slice) != 1:
+        return None
+    s = node.slice[0].slice
+    if isinstance(s, cst.Index):
+        k = _const_key(s.value)
+        return seq.item(k if isinstance(k, int) else None)
+    if s.step is not None or s.upper is not None:
+        return RefSeqVal(seq.base, seq.offset, False)
+    k = _const_key(s.lower) if s.lower is not None else 0
+    return seq.rest(k if isinstance(k, int) else None)
 
 
 def _slice_of(value: Optional[Value]) -> Optional[Value]:

@@ -94,6 +94,13 @@ class RoleInfo:
     # Flax NNX transforms: attribute changes of NNX objects passed as arguments (and NNX
     # objects holding refs in the outputs) come back to the caller (REF001, REF012).
     graph_updates: bool = False
+    # JAX traces it with mutable-array checks off (jax.config.mutable_array_checks(False)):
+    # Pallas kernels (jax/_src/pallas/pallas_call.py, _trace_kernel_to_jaxpr).
+    unchecked: bool = False
+    # Its outputs may carry a ref through (the same ref, in the carry) where checks are off:
+    # a fori_loop / while_loop body inside a Pallas kernel (measured on 0.10.2 under
+    # interpret=True; a cond branch or a scan body returning a ref still fails there).
+    carries_refs_unchecked: bool = False
 
 
 _SCAN_FREEZE = ((None, "JAX fails with an empty `AssertionError`"),)
@@ -112,7 +119,8 @@ ROLES: dict = {
         return_hint=" (keep refs out of the carry; close over them instead)",
         freeze_error=_SCAN_FREEZE),
     Role.FORI: RoleInfo("a lax.fori_loop body", once_per_trace=True, repeats="iteration",
-                        no_ref_outputs=True, freeze_error=_SCAN_FREEZE),
+                        no_ref_outputs=True, freeze_error=_SCAN_FREEZE,
+                        carries_refs_unchecked=True),
     Role.MAP: RoleInfo("a lax.map body", once_per_trace=True, repeats="iteration",
                        no_ref_outputs=True, freeze_error=_SCAN_FREEZE),
     Role.COND: RoleInfo(
@@ -125,6 +133,7 @@ ROLES: dict = {
                              "...`"),)),
     Role.WHILE_BODY: RoleInfo(
         "a lax.while_loop body", once_per_trace=True, repeats="iteration", no_ref_outputs=True,
+        carries_refs_unchecked=True,
         freeze_error=((None, "JAX fails with `ValueError: foreach() argument 2 is shorter "
                              "...`"),)),
     Role.WHILE_COND: RoleInfo(
@@ -175,7 +184,8 @@ ROLES: dict = {
     Role.CUSTOM_VJP_FWD: RoleInfo("a custom_vjp fwd rule"),
     Role.CUSTOM_VJP_BWD: RoleInfo("a custom_vjp bwd rule"),
     Role.CUSTOM_JVP_RULE: RoleInfo("a custom_jvp rule"),
-    Role.PALLAS_KERNEL: RoleInfo("a Pallas kernel", once_per_trace=True, repeats="grid step"),
+    Role.PALLAS_KERNEL: RoleInfo("a Pallas kernel", once_per_trace=True, repeats="grid step",
+                                 unchecked=True),
     Role.STATE_BODY: RoleInfo("a run_state body", once_per_trace=True),
     # Measured on flax 0.12.8 + JAX 0.10.2 and flax 0.12.12 + JAX 0.12.0.1 (docs/flax-nnx.md):
     # returning a module holding refs and passing one module twice are fine under nnx.jit, a
@@ -248,6 +258,7 @@ class Family(enum.Enum):
     KERNEL = "Pallas kernel entry point"  # its functions take refs
     INLINE = "inline body"  # runs its function where it stands (pl.when, pl.loop)
     PARTIAL = "partial application"
+    WRAPPER = "function wrapper"  # gives back its function, traced no differently
     NNX = "Flax NNX"
     ARRAY = "array function"  # an array function with meaning for the analysis
     GRAD_ENTRY = "with_refs entry"  # jax.ad.GradValue() / DontWant(): what a VJP gives back
@@ -295,7 +306,11 @@ class Callee:
     ``receives``: what it is passed, parameter by parameter (a Src, or None for a value the
     analysis does not model, like fori_loop's index). ``sequence``: the argument is a sequence
     of functions (switch's branches). ``refs``: every parameter it has is a Ref (Pallas
-    kernels) unless bound by ``functools.partial``."""
+    kernels) unless bound by ``functools.partial``. ``returns_none``: JAX rejects a function
+    that returns a value ("The kernel function in the pallas_call ... should return None").
+    ``outputs_after_operands``: the refs it receives are the call's operands, then the outputs,
+    then the scratch buffers given by the keywords ``scratch`` (``scratch_shapes=[...]``,
+    or a grid spec with its own ``scratch_shapes``)."""
 
     pos: Optional[int]
     kw: Optional[str]
@@ -303,6 +318,13 @@ class Callee:
     receives: tuple = ()
     sequence: bool = False
     refs: bool = False
+    returns_none: bool = False
+    outputs_after_operands: bool = False
+    scratch: tuple = ()
+    # Parameters that are not refs: the first ``leading`` ones (a pipeline body's loop
+    # indices), and the last one when one of the keywords ``carry_if`` is given (a carry).
+    leading: int = 0
+    carry_if: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -337,6 +359,9 @@ class Api:
     # NNX_OBJECT: keywords that turn refs on (True) or off (False) for this object alone.
     ref_keywords: tuple = ()
     seed_api: bool = False  # Flax NNX's API of seed 001 (before flax 0.12), not in 0.12
+    # Control flow: arguments that must be Arrays (a predicate, an index, loop bounds): a ref
+    # there is REF007 (JAX: "Attempting to pass a Ref ... did you forget to unpack").
+    array_args: tuple = ()
 
 
 def _lax(name: str) -> tuple:
@@ -443,11 +468,11 @@ APIS: tuple = (
         callees=(Callee(1, "true_fun", Role.COND, (_REST3,)),
                  Callee(2, "false_fun", Role.COND, (_REST3,))),
         operands=(_REST3,), checks_aliasing=True, checks_closure=True,
-        word="a lax.cond branch", call_word="lax.cond"),
+        word="a lax.cond branch", call_word="lax.cond", array_args=(Src(0, "pred"),)),
     Api("switch", _lax("switch"), Family.CONTROL_FLOW,
         callees=(Callee(1, "branches", Role.SWITCH, (Src(2, rest=True),), sequence=True),),
         operands=(Src(2, rest=True),), checks_aliasing=True, checks_closure=True,
-        word="a lax.switch branch", call_word="lax.switch"),
+        word="a lax.switch branch", call_word="lax.switch", array_args=(Src(0, "index"),)),
     Api("while_loop", _lax("while_loop"), Family.CONTROL_FLOW,
         callees=(Callee(0, "cond_fun", Role.WHILE_COND, (Src(2, "init_val"),)),
                  Callee(1, "body_fun", Role.WHILE_BODY, (Src(2, "init_val"),))),
@@ -456,7 +481,8 @@ APIS: tuple = (
     Api("fori_loop", _lax("fori_loop"), Family.CONTROL_FLOW,
         callees=(Callee(2, "body_fun", Role.FORI, (None, Src(3, "init_val"))),),
         operands=(Src(3, "init_val"),), checks_aliasing=True, checks_closure=True,
-        word="a lax.fori_loop body", call_word="lax.fori_loop"),
+        word="a lax.fori_loop body", call_word="lax.fori_loop",
+        array_args=(Src(0, "lower"), Src(1, "upper"))),
     Api("map", _lax("map"), Family.CONTROL_FLOW,
         callees=(Callee(0, "f", Role.MAP, (Src(1, "xs", sliced=True),)),),
         operands=(Src(1, "xs"),), checks_closure=True, word="a lax.map body",
@@ -465,32 +491,42 @@ APIS: tuple = (
     Api("pallas_call", ("jax.experimental.pallas.pallas_call",
                         "jax._src.pallas.pallas_call.pallas_call"),
         Family.KERNEL, Result.LAUNCHER,
-        callees=(Callee(0, "kernel", Role.PALLAS_KERNEL, refs=True),), factory="kwargs",
-        word="a Pallas kernel", ref_source=True),
+        callees=(Callee(0, "kernel", Role.PALLAS_KERNEL, refs=True, returns_none=True,
+                        outputs_after_operands=True,
+                        scratch=("scratch_shapes", "grid_spec")),), factory="kwargs",
+        word="a Pallas kernel", call_word="pallas_call", ref_source=True),
     Api("kernel", ("jax.experimental.pallas.kernel", "jax._src.pallas.helpers.kernel",
                    "jax.experimental.pallas.mosaic_gpu.kernel",
                    "jax._src.pallas.mosaic_gpu.core.kernel"),
         Family.KERNEL, Result.LAUNCHER,
-        callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True),), factory="kwargs",
-        word="a Pallas kernel", ref_source=True),
+        callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True, returns_none=True),),
+        factory="kwargs", word="a Pallas kernel", call_word="pl.kernel", ref_source=True),
     Api("run_scoped", ("jax.experimental.pallas.run_scoped",
                        "jax._src.pallas.primitives.run_scoped"),
         Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, refs=True),),
         word="a Pallas kernel", ref_source=True),
+    # TPU: body(*block_refs, *scratches) (jax/_src/pallas/mosaic/pipeline.py).
     Api("emit_pipeline", ("jax.experimental.pallas.tpu.emit_pipeline",
                           "jax._src.pallas.mosaic.pipeline.emit_pipeline",
                           "jax.experimental.pallas.tpu.emit_pipeline_with_allocations",
-                          "jax._src.pallas.mosaic.pipeline.emit_pipeline_with_allocations",
-                          "jax.experimental.pallas.mosaic_gpu.emit_pipeline",
-                          "jax._src.pallas.mosaic_gpu.pipeline.emit_pipeline",
-                          "jax.experimental.pallas.mosaic_gpu.emit_pipeline_warp_specialized",
-                          "jax._src.pallas.mosaic_gpu.pipeline.emit_pipeline_warp_specialized"),
+                          "jax._src.pallas.mosaic.pipeline.emit_pipeline_with_allocations"),
         Family.KERNEL, Result.LAUNCHER,
         callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True),), factory="kwargs",
         word="a Pallas pipeline body", ref_source=True),
+    # Mosaic GPU: body(indices, *refs) and, with init_carry (emit_pipeline) or compute_context
+    # (warp specialized), a last carry argument (jax/_src/pallas/mosaic_gpu/pipeline.py).
+    Api("emit_pipeline_gpu", ("jax.experimental.pallas.mosaic_gpu.emit_pipeline",
+                              "jax._src.pallas.mosaic_gpu.pipeline.emit_pipeline",
+                              "jax.experimental.pallas.mosaic_gpu.emit_pipeline_warp_specialized",
+                              "jax._src.pallas.mosaic_gpu.pipeline.emit_pipeline_warp_specialized"),
+        Family.KERNEL, Result.LAUNCHER,
+        callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True, leading=1,
+                        carry_if=("init_carry", "compute_context")),), factory="kwargs",
+        word="a Pallas pipeline body", ref_source=True),
     Api("core_map", ("jax.experimental.pallas.core_map", "jax._src.pallas.core.core_map"),
-        Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL),), factory="always",
-        word="a Pallas core_map body", ref_source=True),
+        Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, returns_none=True),),
+        factory="always", word="a Pallas core_map body", call_word="core_map",
+        ref_source=True),
     Api("run_state", ("jax.experimental.pallas.run_state", "jax._src.state.discharge.run_state",
                       "jax._src.state.discharge.run_state_reference"),
         Family.KERNEL, Result.LAUNCHER,
@@ -506,12 +542,16 @@ APIS: tuple = (
         Family.ARRAY, Result.ARRAY),
     Api("optimization_barrier", ("jax.lax.optimization_barrier",
                                  "jax._src.ad_checkpoint.optimization_barrier"),
-        Family.ARRAY, Result.PASS_THROUGH, accepts_refs_since=(0, 12, 0)),
+        Family.ARRAY, Result.PASS_THROUGH, accepts_refs_since=(0, 11, 0)),
     Api("partial", ("functools.partial",), Family.PARTIAL),
     # Entries of `vjp_fn.with_refs(...)` other than a gradient ref (JAX 0.10.2 and later).
     Api("GradValue", ("jax.ad.GradValue",), Family.GRAD_ENTRY, word="return the gradient as a "
         "value"),
     Api("DontWant", ("jax.ad.DontWant",), Family.GRAD_ENTRY, word="skip the gradient"),
+    # Decorators that give back a function that runs the same way (a name for profiles).
+    Api("named_scope", _src("api", "named_scope"), Family.WRAPPER, Result.FUNCTION,
+        factory="always"),
+    Api("named_call", _src("api", "named_call"), Family.WRAPPER, Result.FUNCTION),
     # Flax NNX: a module/state whose arrays were turned into refs (the seed's API).
     Api("to_refs", ("flax.nnx.to_refs", "flax.nnx.variablelib.to_refs",
                     "flax.nnx.graphlib.to_refs"),
@@ -623,7 +663,7 @@ KERNEL_APIS = family(Family.KERNEL)
 CALLING_APIS = family(Family.TRANSFORM, Family.CONTROL_FLOW, Family.KERNEL, Family.INLINE,
                       Family.PARTIAL)
 # APIs the analysis applies to a function given as a decorator (or through partial).
-DECORATOR_APIS = family(Family.TRANSFORM, Family.KERNEL, Family.INLINE)
+DECORATOR_APIS = family(Family.TRANSFORM, Family.KERNEL, Family.INLINE, Family.WRAPPER)
 MAP_TRANSFORMS = names_where(lambda a: a.role is not None and ROLES[a.role].maps)
 GRAD_TRANSFORMS = names_where(lambda a: a.role is not None and ROLES[a.role].differentiates)
 # APIs whose result the analysis takes for an Array.
@@ -745,8 +785,16 @@ ARRAY_ONLY_ATTRIBUTES = frozenset({
     "copy", "block_until_ready", "any", "all", "nonzero", "repeat", "take", "trace",
     "diagonal", "swapaxes", "view", "addressable_data", "device", "devices", "__array__",
 })
-# Inside Pallas kernels these return ref views (TransformedRef) and are idiomatic.
-PALLAS_REF_VIEW_ATTRIBUTES = frozenset({"reshape", "T", "transpose", "bitcast", "at"})
+# Ref views: on a traced ref (inside jit, a Pallas kernel, any trace) these give a ref view
+# (a TransformedRef: still a ref, read with [...]). Defined on AbstractRef in
+# jax/_src/state/types.py in 0.10.2, 0.11.2 and 0.12 (measured: a view inside jit and inside a
+# pallas_call kernel under interpret=True on each); a concrete Ref at top level has none of them
+# (AttributeError) but `.at`, which raises NotImplementedError up to 0.11 and gives a view on
+# 0.12.
+REF_VIEW_ATTRIBUTES = frozenset({"reshape", "T", "transpose", "bitcast", "at"})
+# Those of them that are properties (the view itself), not methods called to make it.
+REF_VIEW_PROPERTIES = frozenset({"T"})
+PALLAS_REF_VIEW_ATTRIBUTES = REF_VIEW_ATTRIBUTES  # the older name
 
 # Array functions whose result carries no derivative, whatever their arguments (REF008).
 NO_TANGENT_FUNCTIONS = frozenset({

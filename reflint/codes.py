@@ -18,6 +18,8 @@ CODES: dict[str, str] = {
     "REF015": "unavailable-jax-api",
     "REF016": "grad-with-respect-to-ref",
     "REF017": "vjp-of-ref-without-with-refs",
+    "REF018": "kernel-returns-value",
+    "REF019": "output-ref-rebound",
     "REF900": "parse-error",
     "REF901": "unknown-noqa-code",
     "REF902": "unused-noqa",

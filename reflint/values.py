@@ -81,6 +81,45 @@ class FuncVal(Value):
 
 
 @dataclass(eq=False)
+class FuncAlts(Value):
+    """One of several local functions (a name bound to different defs on different paths,
+    ``kernel = a if c else b``): ``alts`` are FuncVals of distinct functions."""
+
+    alts: tuple
+
+
+@dataclass(eq=False)
+class RefSeqVal(Value):
+    """A tuple of refs of unknown length: a Pallas kernel's ``*refs`` parameter, or a slice
+    of one. Indexing, unpacking and iterating give refs (``item``)."""
+
+    base: RefVal  # the parameter's ref (key, scope, name) from which items are derived
+    offset: int = 0  # items of ``base`` before this one's first (a slice ``refs[2:]``)
+    exact: bool = True  # False after a slice whose start is not a constant
+
+    def item(self, index=None) -> RefVal:
+        """The ref at ``index`` (an int, or None when unknown)."""
+        b = self.base
+        if index is None or not self.exact or (index < 0):
+            label, unique = "[?]", False
+        else:
+            label, unique = f"[{index + self.offset}]", True
+        if len(b.key) >= 3 and b.key[0] == "param":  # the parameter's key and a path
+            key = b.key[:3] + ((b.key[3] if len(b.key) > 3 else "") + label,)
+        else:
+            key = (b.key, label)
+        name = b.name if label == "[?]" else f"{b.name}{label}"
+        return RefVal(key=key, origin=b.origin, node=b.node, scope=b.scope, name=name,
+                      unique=unique)
+
+    def rest(self, start) -> "RefSeqVal":
+        """``self[start:]`` (start None: not a constant)."""
+        if start is None or start < 0 or not self.exact:
+            return RefSeqVal(self.base, self.offset, False)
+        return RefSeqVal(self.base, self.offset + start, True)
+
+
+@dataclass(eq=False)
 class TransformVal(Value):
     """A transform not yet applied to a function: ``jax.jit``, ``partial(jax.jit, ...)``."""
 
@@ -127,6 +166,7 @@ class SpecialVal(Value):
     target: Any = None
     node: Any = None
     api_name: str = ""  # the registry API it comes from (a kernel launcher's)
+    kwargs: Optional[dict] = None  # a kernel launcher's keyword arguments (name -> expression)
 
 
 def iter_refs(value: Optional[Value], path: str = "", _classes: tuple = ()
@@ -199,7 +239,7 @@ def is_interesting(value: Optional[Value]) -> bool:
     """Worth propagating between functions: contains a ref or a local function."""
     if value is None:
         return False
-    if isinstance(value, (RefVal, FuncVal)):
+    if isinstance(value, (RefVal, FuncVal, RefSeqVal)):
         return True
     if isinstance(value, SeqVal):
         return any(is_interesting(v) for v in value.items)
@@ -235,6 +275,15 @@ def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
     if isinstance(a, FuncVal) and isinstance(b, FuncVal) and a.info is b.info and \
             a.transforms == b.transforms:
         return a
+    if isinstance(a, (FuncVal, FuncAlts)) and isinstance(b, (FuncVal, FuncAlts)):
+        alts = list(a.alts) if isinstance(a, FuncAlts) else [a]
+        for f in (b.alts if isinstance(b, FuncAlts) else (b,)):
+            if not any(g.info is f.info and g.transforms == f.transforms for g in alts):
+                alts.append(f)
+        return FuncAlts(tuple(alts)) if len(alts) <= 8 else None
+    if isinstance(a, RefSeqVal) and isinstance(b, RefSeqVal) and a.base.key == b.base.key \
+            and a.offset == b.offset and a.exact == b.exact:
+        return a
     if isinstance(a, (ClassVal, InstanceVal)) and type(a) is type(b) and a.cls is b.cls:
         if isinstance(a, InstanceVal) and a.node is not b.node:
             return InstanceVal(a.cls)
@@ -252,6 +301,10 @@ def signature(value: Optional[Value]) -> Any:
         return ("seq",) + tuple(signature(v) for v in value.items)
     if isinstance(value, DictVal):
         return ("dict",) + tuple(sorted((str(k), signature(v)) for k, v in value.items.items()))
+    if isinstance(value, RefSeqVal):
+        return ("refseq", value.base.key, value.offset, value.exact)
+    if isinstance(value, FuncAlts):
+        return ("alts",) + tuple(signature(f) for f in value.alts)
     if isinstance(value, FuncVal):
         return ("func", id(value.info.node), tuple(t.kind for t in value.transforms),
                 len(value.bound_args), value.bound_kwargs)

@@ -90,8 +90,9 @@ class GradWithRespectToRef(Rule):
     code = "REF016"
     name = "grad-with-respect-to-ref"
     fixable = UNSAFE
+    # A grad-like transform, or jax.vjp (its VJP through with_refs, before JAX 0.11).
     triggers = (REF_EVIDENCE, api.trigger_words(
-        api.names_where(lambda a: a.argnums)))
+        api.names_where(lambda a: bool(a.ref_argument_error) or a.result is api.Result.VJP)))
 
     def check(self, analysis):
         version = analysis.settings.target_jax_version

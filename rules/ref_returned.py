@@ -61,6 +61,8 @@ class RefReturned(Rule):
     Flax NNX objects holding refs (a Module created with refs on, a Variable with `ref=True`,
     `nnx.with_vars(m, ref=True)`: docs/flax-nnx.md) count as refs; `nnx.jit` may return them
     and is not checked.
+    Inside a Pallas kernel, which JAX traces with mutable-array checks off, a `fori_loop` or
+    `while_loop` body may carry a ref through and is not reported.
 
     ## JAX versions
     0.7.2 and later raise at trace time (`lax.cond` raises on every version). 0.7.1 (with
@@ -80,6 +82,9 @@ class RefReturned(Rule):
         old = analysis.settings.target_jax_version < (0, 7, 2)
         for fact in analysis.returns:
             kinds = fact.func.role_kinds()
+            if kinds and analysis.unchecked_trace(fact.func):
+                # Inside a Pallas kernel a loop may carry a ref through (checks are off).
+                kinds = {k for k in kinds if not api.role_info(k).carries_refs_unchecked}
             role = next((r for r in RETURN_ROLES if r in kinds), None)
             if role is None or fact.expr is None:
                 continue

@@ -53,9 +53,12 @@ class RefUsedAsArray(Rule):
     and applied only with `--unsafe-fixes`.
 
     ## Known limits
-    Only refs the analysis can see are reported (see the shared analysis). In Pallas kernels
-    `.reshape`, `.T`, `.bitcast` and `.at` make ref views and are not reported. Refs passed to
-    functions of other libraries are not reported.
+    Only refs the analysis can see are reported (see the shared analysis). On a traced ref
+    (inside `jit`, a Pallas kernel, any traced function) `.reshape`, `.T`, `.transpose`,
+    `.bitcast` and `.at` make ref views: they are not reported, and the view is a ref (math on
+    it is). They are reported at top level, where a concrete Ref lacks them. In a Pallas kernel
+    `x_ref[0]` of a parameter may be a row of a ref or a ref of a pytree of refs: its uses are
+    not reported. Refs passed to functions of other libraries are not reported.
 
     ## JAX versions
     Every version rejects math on an unread ref, with messages that changed: up to 0.9 `jnp.*`
@@ -66,7 +69,7 @@ class RefUsedAsArray(Rule):
     `False` at top level and raises `'AbstractRef' object has no attribute '_eq'` inside jit.
     JAX 0.12 says "sin got a Ref of type Ref{...} ... Did you forget to read its value with
     `ref[...]`?", also for `jnp.asarray(ref)` inside jit (silently a Ref-typed tracer on 0.10.2).
-    `jax.lax.optimization_barrier` takes refs from JAX 0.12 on (a bare `AssertionError` on
+    `jax.lax.optimization_barrier` takes refs from JAX 0.11 on (a bare `AssertionError` on
     0.10.2): it is reported only for older targets.
 
     ## Runtime message
@@ -87,7 +90,7 @@ class RefUsedAsArray(Rule):
             if use.ref.tree:  # an NNX Variable/module holding refs: Variables do arithmetic
                 continue
             if use.kind == "call_arg" and api.accepts_refs(use.detail, version):
-                continue  # e.g. lax.optimization_barrier takes refs from JAX 0.12
+                continue  # e.g. lax.optimization_barrier takes refs from JAX 0.11
             name = ref_name(analysis, use.expr, use.ref)
             origin = where_from(analysis, use.ref)
             if use.kind == "binop":

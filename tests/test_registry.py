@@ -159,6 +159,9 @@ def _uses(a: api.Api, f: str, body: str, rng: random.Random) -> list:
     if fam is F.INLINE:
         return [f"def kern(x_ref):\n{ind}@{f}(True)\n{ind}def _():\n{ind}{ind}"
                 f"{body.format(ind=ind + ind).replace('x', 'x_ref')}\n"]
+    if fam is F.WRAPPER:
+        dec = f"@{f}('name')\n" if a.factory else f"@{f}\n"
+        return [dec + fn + "jax.jit(h)(r, r)\n", fn + f"k = jax.jit({f}(h))\nk(r, r)\n"]
     if fam is F.PARTIAL:
         return [fn + f"k = jax.jit({f}(h, r))\nk(r)\n", fn + f"k = {f}(jax.vmap, in_axes=0)(h)\n"]
     if fam is F.GRAD_ENTRY:

@@ -35,7 +35,9 @@ from reflint.runtime.errors import (
     DifferentiatedValueWrittenToRef,
     FreezeOutsideCreationScope,
     GradWithRespectToRef,
+    KernelReturnsValue,
     MappedWriteToClosedOverRef,
+    OutputRefRebound,
     RedundantDonation,
     UnavailableJaxApi,
     RefClosedOverAndPassed,
@@ -87,4 +89,5 @@ __all__ = [
     "RefUsedAsArray", "DifferentiatedValueWrittenToRef", "RefOfRef", "UseAfterFreeze",
     "CustomVjpFwdForeignRef", "TracedStateLeak", "ArrayItemAssignment", "RedundantDonation",
     "UnavailableJaxApi", "GradWithRespectToRef", "VjpOfRefWithoutWithRefs",
+    "KernelReturnsValue", "OutputRefRebound",
 ]

@@ -31,6 +31,7 @@ from reflint.runtime.errors import (
     MappedWriteToClosedOverRef,
     RefError,
     RefOfRef,
+    OutputRefRebound,
     RefUsedAsArray,
     RematOfImpureFunction,
     UseAfterFreeze,
@@ -760,6 +761,53 @@ def install() -> None:
                 p.set(vjp_cls, "__call__", _vjp_call_hook(vjp_cls.__dict__["__call__"]))
             if "with_refs" in vjp_cls.__dict__:
                 p.set(vjp_cls, "with_refs", _vjp_with_refs_hook(vjp_cls.__dict__["with_refs"]))
+        _install_pallas(p)
+
+
+def _install_pallas(p: _Patcher) -> None:
+    """Check every pallas_call kernel when JAX traces it (REF019): JAX's internal
+    ``_trace_kernel_to_jaxpr`` (0.10.2 .. 0.12) is wrapped; where it is missing, no check."""
+    try:
+        import importlib
+
+        pc = importlib.import_module("jax._src.pallas.pallas_call")
+    except Exception:  # noqa: BLE001 - Pallas not available
+        return
+    orig = getattr(pc, "_trace_kernel_to_jaxpr", None)
+    if callable(orig):
+        p.set(pc, "_trace_kernel_to_jaxpr", _checked_kernel_trace(orig))
+
+
+def _checked_kernel_trace(orig: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(orig)
+    def trace(fun: Any, debug_info: Any, grid_mapping: Any, *args: Any, **kwargs: Any) -> Any:
+        out = orig(fun, debug_info, grid_mapping, *args, **kwargs)
+        try:
+            unwritten = _unwritten_outputs(out[0], grid_mapping, sys._getframe(1))
+        except Exception:  # noqa: BLE001 - JAX internals changed: no check
+            unwritten = []
+        if unwritten:
+            where = getattr(debug_info, "func_src_info", None) or _fname(fun)
+            raise OutputRefRebound(
+                f"output {unwritten[0]} of the Pallas kernel {where} is never written: no "
+                f"operation of the kernel uses that output ref, so the result is whatever the "
+                f"buffer held. Was the ref rebound (`o_ref = value`) instead of written "
+                f"(`o_ref[...] = value`)?")
+        return out
+    return trace
+
+
+def _unwritten_outputs(jaxpr: Any, grid_mapping: Any, caller: Any) -> list:
+    """Indices of the kernel's outputs that no equation of its jaxpr takes as an operand
+    (outputs aliased to an input are left out: they hold the input)."""
+    aliases = caller.f_locals.get("input_output_aliases")
+    if aliases is None:
+        return []
+    aliased = set(dict(aliases).values())
+    first = grid_mapping.num_index_operands + grid_mapping.num_inputs
+    outs = jaxpr.invars[first:first + grid_mapping.num_outputs]
+    used = {id(v) for eqn in jaxpr.eqns for v in eqn.invars}
+    return [k for k, v in enumerate(outs) if k not in aliased and id(v) not in used]
 
 
 def _public_spellings(pred: Callable[[Any], bool]) -> Iterator[tuple[Any, str, Any]]:

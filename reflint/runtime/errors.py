@@ -30,6 +30,8 @@ __all__ = [
     "UnavailableJaxApi",
     "GradWithRespectToRef",
     "VjpOfRefWithoutWithRefs",
+    "KernelReturnsValue",
+    "OutputRefRebound",
     "ERROR_CLASSES",
     "translate",
 ]
@@ -93,13 +95,19 @@ VjpOfRefWithoutWithRefs = _make(
     "The VJP function of a Ref-typed argument was applied without binding a gradient ref "
     "with .with_refs(...), or with_refs got entries that do not match the primal arguments.")
 
+KernelReturnsValue = _make(
+    "REF018", "KernelReturnsValue", "A Pallas kernel returned a value instead of returning None.")
+OutputRefRebound = _make(
+    "REF019", "OutputRefRebound",
+    "An output ref of a Pallas kernel is never written (rebound instead of written?).")
+
 ERROR_CLASSES: dict[str, type[RefError]] = {
     c.code: c for c in (
         RefReturned, RefPassedTwice, RefClosedOverAndPassed, FreezeOutsideCreationScope,
         MappedWriteToClosedOverRef, RematOfImpureFunction, RefUsedAsArray,
         DifferentiatedValueWrittenToRef, RefOfRef, UseAfterFreeze, CustomVjpFwdForeignRef,
         TracedStateLeak, ArrayItemAssignment, RedundantDonation, UnavailableJaxApi,
-        GradWithRespectToRef, VjpOfRefWithoutWithRefs)
+        GradWithRespectToRef, VjpOfRefWithoutWithRefs, KernelReturnsValue, OutputRefRebound)
 }
 
 #: The way out of REF016, shared by the translated JAX errors and reflint's own check.
@@ -154,18 +162,22 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("REF006", re.compile(r"Effects not supported in partial-eval of `?checkpoint`?/`?remat`?"),
      "Don't apply jax.checkpoint/jax.remat to a function that reads or writes refs it did "
      "not create; move the ref access outside the rematerialized function."),
+    ("REF018", re.compile(r"The kernel function in (?:the pallas_call|core_map|mpmd_map) .*"
+                          r"should\s+return None", re.S),
+     "A Pallas kernel returns nothing: write its results into its output refs "
+     "(o_ref[...] = value) instead of returning them."),
     ("REF010", re.compile(r"`(?:get|swap|addupdate)` must be called on `Ref` types"),
      "The ref was used after jax.freeze; freeze a ref only after its last use."),
     ("REF007", re.compile(
         r"did you forget to unpack"
-        r"|'(?:Abstract)?(?:Array)?Ref' object has no attribute"
-        r"|unsupported operand type\(s\) for .*'(?:Array)?Ref'"
+        r"|'(?:Abstract)?(?:Array|Transformed)?Ref' object has no attribute"
+        r"|unsupported operand type\(s\) for .*'(?:Array|Transformed)?Ref'"
         # JAX 0.10: Array tracer + ref tracer; two plain tracers never fail this way
         r"|unsupported operand type\(s\) for \S+: '\w*Tracer' and '\w*Tracer'"
-        r"|not supported between instances of .*'(?:Array)?Ref'"
-        r"|bad operand type for unary .*'(?:Array)?Ref'"
-        r"|argument must be .*not '(?:Array)?Ref'"
-        r"|must be real number, not (?:Array)?Ref\b"
+        r"|not supported between instances of .*'(?:Array|Transformed)?Ref'"
+        r"|bad operand type for unary .*'(?:Array|Transformed)?Ref'"
+        r"|argument must be .*not '(?:Array|Transformed)?Ref'"
+        r"|must be real number, not (?:Array|Transformed)?Ref\b"
         r"|requires ndarray or scalar arguments, got <class '[\w.]*(?:Tracer|Ref)'>"
         # JAX >= 0.11: "sin got a Ref of type Ref{float32[2]} at position 0, but a Ref can't
         # be passed where an array is expected. Did you forget to read its value ...?"
