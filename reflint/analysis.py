@@ -28,8 +28,9 @@ import libcst as cst
 
 from . import api
 from .values import (
-    QN, ArrayVal, ClassVal, DictVal, FuncVal, InstanceVal, RefVal, SeqVal, SpecialVal, Transform,
-    TransformVal, Value, contains_ref, is_interesting, iter_refs, join, signature,
+    QN, ArrayVal, ClassVal, DictVal, FuncVal, InstanceVal, NnxVal, RefVal, SeqVal, SpecialVal,
+    Transform, TransformVal, Value, contains_ref, is_interesting, iter_refs, join, signature,
+    tree_attribute,
 )
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -83,6 +84,9 @@ class FunctionInfo:
     callers: list = field(default_factory=list)  # (caller FunctionInfo, call node)
     custom_vjp: Optional[dict] = None  # for a custom_vjp primal: {'fwd': info, 'bwd': info}
     custom_vjp_primal: Optional["FunctionInfo"] = None  # for fwd/bwd rules
+    # Runs with Flax NNX refs on: a call of it is made with refs on (every known call, for a
+    # function that is not traced itself), or it is decorated `@nnx.var_defaults(ref=True)`.
+    refs_mode: bool = False
 
     @property
     def is_module(self) -> bool:
@@ -121,6 +125,9 @@ class ClassInfo:
     name: str
     attrs: dict = field(default_factory=dict)  # self.<attr> -> joined Value
     methods: dict = field(default_factory=dict)  # name -> FuncVal
+    # A Flax NNX class (a base is one, api.Result.NNX_OBJECT): "variable" (a Variable
+    # subclass) or "module" (Module, Pytree); "" for any other class.
+    nnx: str = ""
 
 
 @dataclass(eq=False)
@@ -453,6 +460,8 @@ class ModuleAnalysis:
         closed over) or 'unknown'. ``root`` is the creation RefVal or the parameter RefVal."""
         if _depth > 8:
             return [("unknown", ref)]
+        if ref.root is not None:  # `model.bias`: where the NNX module comes from
+            return self.ref_origins(ref.root, scope, _depth + 1)
         extent = self.trace_extent(scope)
         if ref.origin == "created":
             if ref.scope is None:
@@ -496,6 +505,8 @@ class ModuleAnalysis:
     def creations_of(self, ref: RefVal, _depth: int = 0) -> Optional[list]:
         """The constructor RefVals a ref can come from, following parameters back through every
         call site; None when some source is unknown."""
+        if ref.root is not None and _depth <= 8:
+            return self.creations_of(ref.root, _depth + 1)
         if ref.origin == "created":
             return [ref]
         if ref.origin != "param" or ref.scope is None or _depth > 8:
@@ -639,6 +650,20 @@ class ModuleAnalysis:
     def description(self, ref: RefVal) -> str:
         """Where a ref comes from, for messages."""
         name = ref.name or "the ref"
+        if ref.tree:
+            base = ref
+            while base.root is not None:
+                base = base.root
+            what = "a Variable" if ref.tree == "variable" else \
+                "an NNX module" if ref.tree == "module" else "NNX state"
+            if base.origin == "created" and base.node is not None:
+                line = self.line_of(base.node)
+                if line:
+                    return f"{name} is {what} holding refs, created on line {line}"
+            if base.origin == "param":
+                owner = base.scope.name if base.scope else "the function"
+                return f"{name} is {what} holding refs, passed to {owner}"
+            return f"{name} is {what} holding refs"
         if ref.origin == "created" and ref.node is not None:
             line = self.line_of(ref.node)
             if line:
@@ -677,6 +702,8 @@ class ModuleAnalysis:
                 break
             prev_sig = sig
             self._carry_over()
+        for cls in self.classes.values():  # the last round's, for the rules (iter_refs)
+            cls.attrs = self._new_attrs.get(id(cls), {})
         self._compute_traced()
         self._scopes = None  # trace_scopes, lazily
         self._extents: dict = {}  # trace_extent cache
@@ -705,6 +732,11 @@ class ModuleAnalysis:
         self._new_seeds: dict = {}  # id(info) -> {param: Value}
         self._new_returns: dict = {}  # id(info) -> Value
         self._new_attrs: dict = {}  # id(cls) -> {attr: Value}
+        # id(info) -> whether every call of the function seen this round has NNX refs on
+        # (True for `@nnx.var_defaults(ref=True)`).
+        self._new_refs_mode: dict = {}
+        self._forced_refs_mode: set = set()
+        self._refs_mode = False  # NNX objects created now hold refs
         for info in self.functions.values():
             info.roles = {}
             info.returns = []
@@ -722,12 +754,14 @@ class ModuleAnalysis:
         attrs = tuple(sorted(
             (k, tuple(sorted((a, signature(v)) for a, v in d.items())))
             for k, d in self._new_attrs.items()))
-        return seeds, rets, attrs
+        modes = tuple(sorted(k for k, on in self._new_refs_mode.items() if on))
+        return seeds, rets, attrs, modes
 
     def _carry_over(self) -> None:
         for info in self.functions.values():
             info.seeds = self._new_seeds.get(id(info), {})
             info.return_value = self._new_returns.get(id(info))
+            info.refs_mode = self._new_refs_mode.get(id(info), False)
         for cls in self.classes.values():
             cls.attrs = self._new_attrs.get(id(cls), {})
 
@@ -778,6 +812,7 @@ class ModuleAnalysis:
     def _eval_function(self, info: FunctionInfo) -> None:
         state = _State()
         self._func = info
+        self._refs_mode = info.refs_mode  # the last round's: every call site seen
         if info.is_module:
             self._exec_block(info.node.body, state)
             self._record_summary(info, state)
@@ -831,7 +866,8 @@ class ModuleAnalysis:
         """A call-site value seen from inside the callee: refs become the parameter's refs."""
         if isinstance(value, RefVal):
             return RefVal(key=("param", id(info.node), p.name, path), origin="param", node=p.node,
-                          scope=info, name=p.name if not path else f"{p.name}{path}")
+                          scope=info, name=p.name if not path else f"{p.name}{path}",
+                          tree=value.tree, cls=value.cls)
         if isinstance(value, SeqVal):
             return SeqVal(tuple(self._rebase(v, info, p, f"{path}[{i}]")
                                 for i, v in enumerate(value.items)), value.kind)
@@ -890,12 +926,16 @@ class ModuleAnalysis:
             self._eval(stmt.test, state)
             self._exec_loop_rest(stmt, state.copy(), state)
         elif t in (cst.With,):
+            saved = self._refs_mode
             for item in stmt.items:
                 v = self._eval(item.item, state)
+                if isinstance(v, SpecialVal) and v.kind == "ref_switch":
+                    self._refs_mode = bool(v.target)  # `with nnx.var_defaults(ref=True):`
                 if item.asname is not None:
                     self._bind_target(item.asname.name, None if not isinstance(v, RefVal) else v,
                                       state, stmt)
             self._exec_block(_body(stmt.body), state)
+            self._refs_mode = saved
         elif t in (cst.Try, getattr(cst, "TryStar", cst.Try)):
             entry = state.copy()
             self._exec_block(_body(stmt.body), state)
@@ -963,7 +1003,9 @@ class ModuleAnalysis:
     def _exec_small(self, stmt, state: _State) -> None:
         t = type(stmt)
         if t is cst.Expr:
-            self._eval(stmt.value, state)
+            v = self._eval(stmt.value, state)
+            if isinstance(v, SpecialVal) and v.kind == "ref_switch":
+                self._refs_mode = bool(v.target)  # `nnx.use_refs(True)` as a global switch
         elif t is cst.Assign:
             value = self._eval(stmt.value, state)
             if state.frozen and isinstance(stmt.value, cst.Call):
@@ -1093,6 +1135,14 @@ class ModuleAnalysis:
         if cls is None:
             cls = ClassInfo(node=node, name=node.name.value)
             self.classes[id(node)] = cls
+        for b in node.bases:
+            bv = self._values.get(id(b.value))
+            if isinstance(bv, QN):
+                a = api.lookup(bv.qualname)
+                if a is not None and a.result is api.Result.NNX_OBJECT:
+                    cls.nnx = cls.nnx or ("variable" if a.ref_keywords else "module")
+            elif isinstance(bv, ClassVal):
+                cls.nnx = cls.nnx or bv.cls.nnx
         saved = (self._current_class, self._class_parent)
         self._current_class, self._class_parent = cls, self._func
         class_state = _State(dict(state.env), dict(state.frozen))
@@ -1116,6 +1166,12 @@ class ModuleAnalysis:
             return dv.target
         if isinstance(dv, SpecialVal) and dv.kind in ("defvjp_fwd", "defvjp_bwd"):
             return dv.target
+        if isinstance(dv, SpecialVal) and dv.kind == "ref_switch":
+            # `@nnx.var_defaults(ref=True)`: the function runs with refs on.
+            if dv.target:
+                self._forced_refs_mode.add(id(fv.info))
+                self._note_refs_mode(fv.info, True)
+            return fv
         if isinstance(dv, FuncVal) and not dv.transforms:
             # A local decorator (e.g. the docs' `foreach`): a plain call with the function.
             self._bind_call(node, dv, [(None, fv, None)], {}, "plain")
@@ -1273,6 +1329,17 @@ class ModuleAnalysis:
             attr = node.attr.value
             if isinstance(base, QN):
                 return QN(f"{base.qualname}.{attr}")
+            if isinstance(base, RefVal) and base.tree:
+                # An NNX object holding refs: its Variables and sub-modules hold refs too.
+                if base.cls is None:
+                    return None
+                value = tree_attribute(base, attr, self._class_attrs(base.cls, attr))
+                if value is not None and isinstance(node.value, cst.Name) and \
+                        node.value.value not in state.env:
+                    # `model.bias` read through a closed-over `model`: a closed-over ref.
+                    self._note_closure(node.value.value, f"{node.value.value}.{attr}", value,
+                                       node)
+                return value
             if isinstance(base, RefVal):
                 if attr in api.ARRAY_ONLY_ATTRIBUTES and not (
                         base.origin == "pallas" and attr in api.PALLAS_REF_VIEW_ATTRIBUTES):
@@ -1439,6 +1506,10 @@ class ModuleAnalysis:
             for i, e in enumerate(target.elements):
                 self._bind_comp_target(e.value, items[i] if items else None, state)
 
+    def _class_attrs(self, cls: ClassInfo, attr: str) -> dict:
+        """The attributes of ``cls``: the last round's, or this round's for one it lacks."""
+        return cls.attrs if attr in cls.attrs else self._new_attrs.get(id(cls), {})
+
     def _attribute_value(self, base, attr: str) -> Optional[Value]:
         if isinstance(base, InstanceVal):
             cls = base.cls
@@ -1449,6 +1520,17 @@ class ModuleAnalysis:
             value = cls.attrs.get(attr)
             if value is None:
                 value = self._new_attrs.get(id(cls), {}).get(attr)
+            if isinstance(value, RefVal) and value.tree and value.kwargs.get("ref"):
+                # A Variable created with `ref=True` holds a ref in every instance: one per
+                # instance, so never compared for aliasing.
+                return dataclasses.replace(value, unique=False)
+            if isinstance(value, RefVal) and value.tree:
+                # An NNX object's attribute holds refs only in instances created with refs
+                # on, which are RefVals themselves; this instance is not known to be one
+                # (`self` in a method): the same object, not known to hold refs.
+                return NnxVal("variable" if value.tree == "variable" else "module",
+                              value.node if value.origin == "created" else None,
+                              cls=value.cls)
             return value
         if isinstance(base, ClassVal):
             if attr in base.cls.methods:
@@ -1496,10 +1578,15 @@ class ModuleAnalysis:
             return None
         if isinstance(fv, ClassVal):
             init = fv.cls.methods.get("__init__")
-            inst = InstanceVal(fv.cls)
+            inst = InstanceVal(fv.cls, node)
             if init is not None:
                 self._call_func(node, FuncVal(init.info, init.transforms, (), (), inst), args,
                                 state)
+            if fv.cls.nnx and self._refs_mode:
+                # An NNX Module/Pytree created with refs on: its Variables hold refs.
+                return RefVal(key=("new", id(node)), origin="created", node=node,
+                              scope=self._func, tree=fv.cls.nnx,
+                              cls=fv.cls if fv.cls.nnx == "module" else None)
             return inst
         if isinstance(fv, SpecialVal):
             return self._call_special(node, fv, args, state)
@@ -1535,9 +1622,8 @@ class ModuleAnalysis:
                                            init_arg[0].value if init_arg else None,
                                            init_value, a.name))
             return ref
-        if a.result is api.Result.REF_TREE:
-            # A pytree (e.g. an NNX module) holding refs: one ref identity for the whole tree.
-            return RefVal(key=("new", id(node)), origin="nnx", node=node, scope=self._func)
+        if fam is F.NNX:
+            return self._call_nnx(node, a, args)
         if fam is F.FREEZE:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):
@@ -1594,6 +1680,75 @@ class ModuleAnalysis:
                 return first
             return ArrayVal(node) if isinstance(first, ArrayVal) else None
         return None
+
+    def _call_nnx(self, node: cst.Call, a: "api.Api", args: list) -> Optional[Value]:
+        """Flax NNX: which objects hold refs (docs/flax-nnx.md)."""
+        R = api.Result
+        kw = {arg.keyword.value: (arg, v) for arg, v in args if arg.keyword}
+        pos = [(arg, v) for arg, v in args if not arg.keyword and not arg.star]
+        first = pos[0][1] if pos else None
+
+        def tree(kind="state", cls=None, explicit=False) -> RefVal:
+            return RefVal(key=("new", id(node)), origin="created", node=node, scope=self._func,
+                          tree=kind, cls=cls, kwargs={"ref": True} if explicit else {})
+
+        def converted() -> RefVal:  # a copy of ``first`` whose Variables are refs
+            cls = first.cls if isinstance(first, (RefVal, InstanceVal)) else None
+            return tree("module" if cls is not None else "state", cls)
+
+        if a.result is R.REF_SWITCH:
+            # use_refs(True) / var_defaults(ref=True) (off unless a literal True); nothing
+            # without a ref argument (`var_defaults(hijax=True)`, `var_defaults()`).
+            given = kw["ref"][0].value if "ref" in kw else pos[0][0].value if pos and \
+                a.name == "use_refs" else None
+            if given is None:
+                return None
+            return SpecialVal("ref_switch", _bool_constant(given))
+        if a.result is R.REF_TREE:
+            return converted()
+        if a.result is R.NNX_WITH_VARS:
+            on = _bool_constant(kw["ref"][0].value) if "ref" in kw else None
+            return converted() if on else None
+        if a.result is R.NNX_SPLIT:
+            if not (isinstance(first, RefVal) and first.tree) or \
+                    any(arg.star for arg, _ in args):
+                return None
+            states = tuple(RefVal(key=("split", id(node), i), origin="created", node=node,
+                                  scope=self._func, tree="state")
+                           for i in range(max(1, len(pos) - 1)))
+            return SeqVal((None,) + states)
+        if a.result is R.NNX_MERGE:
+            if any(isinstance(v, RefVal) and v.tree for _, v in pos[1:]):
+                return tree("module")
+            return None
+        if a.result is R.NNX_OBJECT:
+            on, explicit = self._refs_mode, False
+            for k in a.ref_keywords:
+                if k in kw:
+                    on = explicit = _bool_constant(kw[k][0].value)
+                    if on is None:
+                        return None
+                    if not on:
+                        return NnxVal("variable", node, arrays=True)
+            kind = "variable" if a.ref_keywords else "module"
+            return tree(kind, explicit=explicit) if on else NnxVal(kind, node)
+        return None
+
+    def _note_refs_mode(self, info: FunctionInfo, on: bool) -> None:
+        """A call of ``info`` made with NNX refs ``on`` (or off)."""
+        modes = self._new_refs_mode
+        before = modes.get(id(info))
+        if id(info) in self._forced_refs_mode:
+            now = True
+        elif info.roles:
+            # A traced function (jax.jit ...) is traced anew by a call with refs on: what that
+            # trace does (REF001 ...) fails then, whatever its other calls do.
+            now = bool(before) or on
+        else:
+            now = on and before is not False  # a plain helper: only if every call has refs on
+        modes[id(info)] = now
+        if now and before is None:
+            self._interprocedural = True
 
     def _array_function_args(self, node: cst.Call, qn: str, args: list) -> None:
         """Refs given to an array function: each is a use as an Array (REF007)."""
@@ -1708,7 +1863,14 @@ class ModuleAnalysis:
         if a.result is api.Result.VJP and not any(arg.star for arg, _ in rest):
             vjp = VjpCall(node, self._func, target.info, [(v, e) for _, v, e in positional])
             self.vjp_calls.append(vjp)
-            return SeqVal((None, SpecialVal("vjp_fn", vjp, node, a.name)))
+            fn = SpecialVal("vjp_fn", vjp, node, a.name)
+            aux = next((arg.value for arg, _ in rest
+                        if arg.keyword is not None and arg.keyword.value == "has_aux"), None)
+            if aux is None or (isinstance(aux, cst.Name) and aux.value == "False"):
+                return SeqVal((None, fn))
+            if isinstance(aux, cst.Name) and aux.value == "True":
+                return SeqVal((None, fn, None))  # (outputs, vjp function, aux)
+            return None
         return None
 
     def _call_func(self, node: cst.Call, fv: FuncVal, args: list, state: _State):
@@ -1776,6 +1938,7 @@ class ModuleAnalysis:
         for name, b in bindings.items():
             if b.param is not None and is_interesting(b.value):
                 self._seed(info, name, b.value)
+        self._note_refs_mode(info, self._refs_mode)
         info.callers.append((self._func, node))
         operands = [(b.value, b.expr) for b in bindings.values() if b.expr is not None]
         if mode == "traced":
@@ -2022,11 +2185,19 @@ def _slice_of(value: Optional[Value]) -> Optional[Value]:
     """What a scan/map body receives for ``xs``: slices of refs are refs (views)."""
     if isinstance(value, RefVal):
         return RefVal(key=("slice", value.key), origin="slice", node=value.node,
-                      scope=value.scope, name=value.name, unique=False)
+                      scope=value.scope, name=value.name, unique=False, tree=value.tree,
+                      cls=value.cls)
     if isinstance(value, SeqVal):
         return SeqVal(tuple(_slice_of(v) for v in value.items), value.kind)
     if isinstance(value, DictVal):
         return DictVal({k: _slice_of(v) for k, v in value.items.items()})
+    return None
+
+
+def _bool_constant(expr) -> Optional[bool]:
+    """True / False for the literal ``True`` / ``False``, else None."""
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
     return None
 
 

@@ -58,6 +58,14 @@ class Role(str, enum.Enum):
     CUSTOM_JVP_RULE = "custom_jvp_rule"
     PALLAS_KERNEL = "pallas_kernel"
     STATE_BODY = "state_body"  # run_state: a function of refs, discharged into a pure one
+    # Flax NNX's own transforms (flax.nnx.jit ...): they split NNX objects passed as arguments
+    # into graph and state, and merge the state (and attribute changes) back afterwards.
+    NNX_JIT = "nnx_jit"
+    NNX_VMAP = "nnx_vmap"
+    NNX_SCAN = "nnx_scan"
+    NNX_GRAD = "nnx_grad"
+    NNX_VALUE_AND_GRAD = "nnx_value_and_grad"
+    NNX_REMAT = "nnx_remat"
 
     def __str__(self) -> str:  # messages and sort keys read the plain value
         return self.value
@@ -83,6 +91,9 @@ class RoleInfo:
     remat: bool = False  # rematerialized (REF006)
     differentiates: bool = False  # differentiates its function (REF008, REF016)
     spelled: str = ""  # the public spelling, for messages ("jax.grad")
+    # Flax NNX transforms: attribute changes of NNX objects passed as arguments (and NNX
+    # objects holding refs in the outputs) come back to the caller (REF001, REF012).
+    graph_updates: bool = False
 
 
 _SCAN_FREEZE = ((None, "JAX fails with an empty `AssertionError`"),)
@@ -166,12 +177,33 @@ ROLES: dict = {
     Role.CUSTOM_JVP_RULE: RoleInfo("a custom_jvp rule"),
     Role.PALLAS_KERNEL: RoleInfo("a Pallas kernel", once_per_trace=True, repeats="grid step"),
     Role.STATE_BODY: RoleInfo("a run_state body", once_per_trace=True),
+    # Measured on flax 0.12.8 + JAX 0.10.2 and flax 0.12.12 + JAX 0.12.0.1 (docs/flax-nnx.md):
+    # returning a module holding refs and passing one module twice are fine under nnx.jit, a
+    # ref both closed over and passed is not; nnx.vmap fails like jax.vmap on a write to a
+    # closed-over ref; nnx.grad fails like jax.grad on ref-holding arguments.
+    Role.NNX_JIT: RoleInfo("an nnx.jit function", once_per_trace=True, graph_updates=True,
+                           spelled="nnx.jit"),
+    Role.NNX_VMAP: RoleInfo(
+        "an nnx.vmap function", once_per_trace=True, repeats="batch element", maps=True,
+        graph_updates=True, spelled="nnx.vmap",
+        mapped_write_error=(
+            (None, "JAX fails with `Exception: performing a set/swap operation with vmapped "
+                   "value on an unbatched array reference`"),)),
+    Role.NNX_SCAN: RoleInfo("an nnx.scan body", once_per_trace=True, repeats="iteration",
+                            graph_updates=True, spelled="nnx.scan"),
+    Role.NNX_GRAD: RoleInfo("a differentiated function", differentiates=True,
+                            graph_updates=True, spelled="nnx.grad"),
+    Role.NNX_VALUE_AND_GRAD: RoleInfo("a differentiated function", differentiates=True,
+                                      graph_updates=True, spelled="nnx.value_and_grad"),
+    Role.NNX_REMAT: RoleInfo("a checkpointed (nnx.remat) function", remat=True,
+                             graph_updates=True, spelled="nnx.remat"),
 }
 
 # The roles in the order messages prefer them when a function has several.
 ROLE_ORDER = (Role.JIT, Role.SCAN, Role.FORI, Role.MAP, Role.COND, Role.SWITCH,
               Role.WHILE_BODY, Role.WHILE_COND, Role.CHECKPOINT, Role.VMAP, Role.PMAP,
-              Role.SHARD_MAP, Role.CUSTOM_VJP)
+              Role.SHARD_MAP, Role.CUSTOM_VJP, Role.NNX_JIT, Role.NNX_SCAN, Role.NNX_VMAP,
+              Role.NNX_REMAT)
 
 
 def role_info(kind) -> RoleInfo:
@@ -226,7 +258,17 @@ class Result(enum.Enum):
     NONE = "nothing"
     ARRAY = "an Array"
     REF = "a Ref"
-    REF_TREE = "a pytree holding refs"  # nnx.to_refs(module)
+    REF_TREE = "a pytree holding refs"  # nnx.to_refs(module): a copy whose arrays are refs
+    # Flax NNX (docs/flax-nnx.md). NNX_OBJECT: a Variable, Module or Pytree (a flax class, or a
+    # base class of the module's own NNX classes): it holds refs when created with refs on
+    # (`ref=True`, the seed's `is_hijax=True`, or inside `var_defaults(ref=True)` /
+    # `use_refs(True)`), arrays otherwise.
+    NNX_OBJECT = "an NNX object (Variable, Module, Pytree)"
+    ARRAY_TREE = "a pytree holding arrays, not refs"  # nnx.to_arrays
+    NNX_WITH_VARS = "a copy with refs or arrays, as its ref= keyword says"  # nnx.with_vars
+    NNX_SPLIT = "(graphdef, state, ...): the states hold refs when the object does"
+    NNX_MERGE = "an NNX object holding refs when a state does"
+    REF_SWITCH = "refs on or off for NNX objects created after it, or inside it as a context"
     FUNCTION = "a transformed function"
     LAUNCHER = "a callable that runs the kernel on its operands"
     PAIR = "a pair"  # scan: (carry, ys)
@@ -287,11 +329,14 @@ class Api:
     in_axes: Optional[Src] = None  # where a map's in_axes is given
     word: str = ""  # the function it traces, in messages ("a lax.while_loop body")
     call_word: str = ""  # the call, in messages ("lax.scan")
-    runtime: str = ""  # how reflint.runtime wraps it: "jit", "map", "remat", "grad", "call"
+    runtime: str = ""  # how reflint.runtime wraps it: "jit", "map", "remat", "grad", "jvp", "call"
     ref_source: bool = False  # a value the analysis can see as a Ref comes from it
     accepts_refs_since: Optional[tuple] = None  # an array function that takes refs since
     # A grad-like transform given a Ref to differentiate: JAX's error, by version (REF016).
     ref_argument_error: tuple = ()
+    # NNX_OBJECT: keywords that turn refs on (True) or off (False) for this object alone.
+    ref_keywords: tuple = ()
+    seed_api: bool = False  # Flax NNX's API of seed 001 (before flax 0.12), not in 0.12
 
 
 def _lax(name: str) -> tuple:
@@ -304,6 +349,7 @@ def _src(mod: str, name: str) -> tuple:
     return (f"jax.{name}", f"jax._src.{mod}.{name}")
 
 
+SEED_REF_KEYWORD = "is_hijax"  # `nnx.Variable(x, is_hijax=True)`: the seed's ref Variable
 _GRAD_LIKE = dict(family=Family.TRANSFORM, result=Result.FUNCTION, argnums=True,
                   runtime="grad")
 _GET_ERROR = "JAX fails with ``ValueError: `get` must be called on `Ref` types``"
@@ -373,7 +419,7 @@ APIS: tuple = (
         ref_argument_error=((None, _GET_ERROR), _ref_argument_error("jacrev")[1]),
         **_GRAD_LIKE),
     Api("jvp", _src("api", "jvp"), Family.TRANSFORM, Result.UNKNOWN, role=Role.JVP,
-        primals="tuple", runtime="call", ref_argument_error=((None, _GET_ERROR),)),
+        primals="tuple", runtime="jvp", ref_argument_error=((None, _GET_ERROR),)),
     Api("vjp", _src("api", "vjp"), Family.TRANSFORM, Result.VJP, role=Role.VJP,
         primals="varargs", runtime="call"),
     Api("linearize", _src("api", "linearize"), Family.TRANSFORM, Result.UNKNOWN,
@@ -469,7 +515,61 @@ APIS: tuple = (
     # Flax NNX: a module/state whose arrays were turned into refs (the seed's API).
     Api("to_refs", ("flax.nnx.to_refs", "flax.nnx.variablelib.to_refs",
                     "flax.nnx.graphlib.to_refs"),
-        Family.NNX, Result.REF_TREE, ref_source=True),
+        Family.NNX, Result.REF_TREE, ref_source=True, seed_api=True),
+    # -- Flax NNX (docs/flax-nnx.md) -------------------------------------------------------------
+    # Refs on/off: `with nnx.var_defaults(ref=True):` (flax 0.12), `with nnx.use_refs(True):`
+    # (the seed's API, before 0.12); also called as a plain statement (a global switch) or as a
+    # decorator (the function runs with refs on).
+    Api("var_defaults", ("flax.nnx.var_defaults", "flax.nnx.variablelib.var_defaults"),
+        Family.NNX, Result.REF_SWITCH, ref_source=True),
+    Api("use_refs", ("flax.nnx.use_refs", "flax.nnx.variablelib.use_refs"),
+        Family.NNX, Result.REF_SWITCH, ref_source=True, seed_api=True),
+    Api("with_vars", ("flax.nnx.with_vars", "flax.nnx.graphlib.with_vars", "flax.nnx.vars_as",
+                      "flax.nnx.graphlib.vars_as"),
+        Family.NNX, Result.NNX_WITH_VARS, ref_source=True),
+    Api("to_arrays", ("flax.nnx.to_arrays", "flax.nnx.variablelib.to_arrays",
+                      "flax.nnx.graphlib.to_arrays"),
+        Family.NNX, Result.ARRAY_TREE, seed_api=True),
+    Api("nnx_split", ("flax.nnx.split", "flax.nnx.graphlib.split"), Family.NNX,
+        Result.NNX_SPLIT),
+    Api("nnx_merge", ("flax.nnx.merge", "flax.nnx.graphlib.merge"), Family.NNX,
+        Result.NNX_MERGE),
+    # Variables: refs with `ref=True` (flax 0.12) or `is_hijax=True` (the seed's API), or when
+    # created with refs on.
+    Api("nnx_variable", tuple(f"flax.nnx.{m}{v}" for m in ("", "variablelib.") for v in (
+        "Variable", "Param", "BatchStat", "Cache", "Intermediate", "Perturbation"))
+        + ("flax.nnx.rnglib.RngState", "flax.nnx.rnglib.RngKey", "flax.nnx.rnglib.RngCount"),
+        Family.NNX, Result.NNX_OBJECT, ref_keywords=("ref", SEED_REF_KEYWORD),
+        word="a Variable"),
+    # Base classes of the module's own NNX classes, and flax's objects that hold Variables.
+    Api("nnx_module", ("flax.nnx.Module", "flax.nnx.module.Module", "flax.nnx.Pytree",
+                       "flax.nnx.pytreelib.Pytree", "flax.nnx.Object", "flax.nnx.object.Object"),
+        Family.NNX, Result.NNX_OBJECT, word="a Module"),
+    Api("nnx_layer", tuple(f"flax.nnx.{n}" for n in (
+        "Linear", "LinearGeneral", "Einsum", "Conv", "ConvTranspose", "Embed", "BatchNorm",
+        "LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm", "MultiHeadAttention", "LoRA",
+        "LoRALinear", "Rngs", "RngStream", "Optimizer", "ModelAndOptimizer", "LSTMCell",
+        "GRUCell", "SimpleCell", "OptimizedLSTMCell")),
+        Family.NNX, Result.NNX_OBJECT, word="a Module"),
+    # Flax NNX transforms: measured semantics in ROLES (Role.NNX_*).
+    Api("nnx_jit", ("flax.nnx.jit", "flax.nnx.transforms.compilation.jit"),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_JIT, checks_closure=True,
+        word="an nnx.jit function", call_word="an nnx.jit function"),
+    Api("nnx_vmap", ("flax.nnx.vmap", "flax.nnx.transforms.iteration.vmap"),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_VMAP, word="an nnx.vmap function"),
+    Api("nnx_scan", ("flax.nnx.scan", "flax.nnx.transforms.iteration.scan"),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_SCAN, word="an nnx.scan body"),
+    # nnx.grad of a module holding refs fails like jax.grad (measured, REF016).
+    Api("nnx_grad", ("flax.nnx.grad", "flax.nnx.transforms.autodiff.grad"),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_GRAD, argnums=True,
+        ref_argument_error=_ref_argument_error("grad")),
+    Api("nnx_value_and_grad", ("flax.nnx.value_and_grad",
+                               "flax.nnx.transforms.autodiff.value_and_grad"),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_VALUE_AND_GRAD, argnums=True,
+        ref_argument_error=_ref_argument_error("grad")),
+    Api("nnx_remat", ("flax.nnx.remat", "flax.nnx.transforms.autodiff.remat"),
+        Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_REMAT,
+        word="a checkpointed (nnx.remat) function"),
 )
 
 API: dict = {a.name: a for a in APIS}
@@ -512,6 +612,7 @@ SCAN, COND, SWITCH, WHILE_LOOP, FORI_LOOP, MAP = "scan", "cond", "switch", "whil
     "fori_loop", "map"
 PALLAS_CALL, RUN_SCOPED, EMIT_PIPELINE = "pallas_call", "run_scoped", "emit_pipeline"
 STOP_GRADIENT, PARTIAL, TO_REFS = "stop_gradient", "partial", "to_refs"
+NNX_SPLIT, NNX_MERGE = "nnx_split", "nnx_merge"
 
 # Derived tables.
 REF_CONSTRUCTORS = family(Family.REF_CONSTRUCTOR)
@@ -535,6 +636,10 @@ ONCE_PER_TRACE_APIS = names_where(
 # annotations, the APIs whose functions receive refs). A file that spells none of their names
 # cannot hold a ref; the rules' pre-filter (reflint.rule.REF_TRIGGERS) is derived from them.
 REF_SOURCES = names_where(lambda a: a.ref_source)
+# APIs that make a ref-holding NNX object when called with one of their ref_keywords true
+# (`nnx.Param(x, ref=True)`): the gate looks for the keyword, the text filter for the name.
+REF_KEYWORD_SOURCES = names_where(lambda a: bool(a.ref_keywords))
+REF_KEYWORDS = frozenset(k for a in APIS for k in a.ref_keywords)
 
 
 def callee_roles(api_name: str) -> tuple:
@@ -551,9 +656,21 @@ def spelled_names(names) -> list:
     return sorted({qn.rsplit(".", 1)[-1] for qn, canon in CANONICAL.items() if canon in names})
 
 
+# The words of the seed's NNX API (flax before 0.12): a file spelling one is written for it.
+SEED_NNX_WORDS = tuple(spelled_names(names_where(lambda a: a.seed_api))) + (SEED_REF_KEYWORD,)
+
+
 def ref_source_names() -> list:
-    """The words of REF_SOURCES: a file without any cannot hold a ref the analysis sees."""
+    """The words of REF_SOURCES: a file without any cannot hold a ref the analysis sees
+    (unless it passes one of REF_KEYWORDS: see ref_trigger)."""
     return spelled_names(REF_SOURCES)
+
+
+def ref_trigger() -> str:
+    """The pre-filter regex of the rules that need a ref: a word of REF_SOURCES, or one of
+    REF_KEYWORDS (passed to a call: `nnx.Param(x, ref=True)`; as a word, since a keyword
+    argument may be spelled across lines)."""
+    return r"\b(?:" + "|".join(spelled_names(REF_SOURCES) + sorted(REF_KEYWORDS)) + r")\b"
 
 
 def trigger_words(names) -> str:
@@ -642,6 +759,10 @@ NO_TANGENT_FUNCTIONS = frozenset({
 })
 
 
+# Ref kinds (`new_ref(..., kind=...)`) whose writes are not repeated by rematerialization:
+# 'no_grad_no_remat' (JAX 0.10.2 on), and its earlier name in JAX's own tests.
+NO_REMAT_KINDS = ("no_grad_no_remat", "anselm_ref")
+
 BUILTINS_NEEDING_ARRAY = frozenset({"float", "int", "complex", "abs", "round"})
 
 
@@ -673,47 +794,52 @@ def returns_jax_array(qualname: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
-# Which names exist in which JAX version (measured: runtime-truth.md, section 2e).
+# Which names exist in which JAX version (measured: runtime-truth.md, section 2e; 0.11.2 and
+# 0.12.0.1: docs/jax-versions.md, "API inventory").
 # --------------------------------------------------------------------------------------------
 
-MEASURED_VERSIONS = ((0, 7, 1), (0, 7, 2), (0, 8, 0), (0, 9, 0), (0, 10, 2))
+MEASURED_VERSIONS = ((0, 7, 1), (0, 7, 2), (0, 8, 0), (0, 9, 0), (0, 10, 2), (0, 11, 2),
+                     (0, 12, 0, 1))
 YES, DEPRECATED, NO = "yes", "deprecated", "no"
 _Y, _D, _N = YES, DEPRECATED, NO
 
 # qualified name -> status in each of MEASURED_VERSIONS. Names not listed exist in all of them
 # (or reflint has no data) and are never reported.
 AVAILABILITY: dict[str, tuple] = {
-    "jax.new_ref": (_N, _Y, _Y, _Y, _Y),
-    "jax.Ref": (_N, _Y, _Y, _Y, _Y),
-    "jax.freeze": (_N, _N, _Y, _Y, _Y),
-    "jax.empty_ref": (_N, _N, _N, _N, _Y),
-    "jax.free_ref": (_N, _N, _N, _N, _Y),
-    "jax.array_ref": (_Y, _Y, _D, _N, _N),
-    "jax.ArrayRef": (_Y, _Y, _D, _N, _N),
-    "jax.ref.new_ref": (_N, _Y, _Y, _Y, _Y),
-    "jax.ref.Ref": (_N, _Y, _Y, _Y, _Y),
-    "jax.ref.empty_ref": (_N, _N, _N, _N, _Y),
-    "jax.ref.free_ref": (_N, _N, _N, _N, _Y),
-    "jax.ref.array_ref": (_Y, _Y, _D, _N, _N),
-    "jax.ref.ArrayRef": (_Y, _Y, _D, _N, _N),
-    "jax.experimental.mutable_array": (_Y, _Y, _D, _N, _N),
-    "jax.experimental.MutableArray": (_Y, _Y, _D, _N, _N),
-    "jax._src.core.new_ref": (_N, _Y, _Y, _Y, _Y),
-    "jax._src.core.Ref": (_N, _Y, _Y, _Y, _Y),
-    "jax._src.core.mutable_array": (_Y, _Y, _N, _N, _N),
-    "jax._src.core.array_ref": (_Y, _Y, _N, _N, _N),
-    "jax._src.core.MutableArray": (_Y, _Y, _N, _N, _N),
-    "jax._src.core.ArrayRef": (_Y, _Y, _N, _N, _N),
-    "jax._src.core.empty_ref": (_N, _N, _N, _N, _Y),
-    "jax._src.core.free_ref": (_N, _N, _N, _N, _Y),
-    "jax.ad": (_N, _N, _N, _N, _Y),
-    "jax.ad.GradValue": (_N, _N, _N, _N, _Y),
-    "jax.ad.DontWant": (_N, _N, _N, _N, _Y),
+    "jax.new_ref": (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    "jax.Ref": (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    "jax.freeze": (_N, _N, _Y, _Y, _Y, _Y, _Y),
+    "jax.empty_ref": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.free_ref": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.array_ref": (_Y, _Y, _D, _N, _N, _N, _N),
+    "jax.ArrayRef": (_Y, _Y, _D, _N, _N, _N, _N),
+    "jax.ref.new_ref": (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    "jax.ref.Ref": (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    "jax.ref.empty_ref": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ref.free_ref": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ref.array_ref": (_Y, _Y, _D, _N, _N, _N, _N),
+    "jax.ref.ArrayRef": (_Y, _Y, _D, _N, _N, _N, _N),
+    "jax.experimental.mutable_array": (_Y, _Y, _D, _N, _N, _N, _N),
+    "jax.experimental.MutableArray": (_Y, _Y, _D, _N, _N, _N, _N),
+    "jax._src.core.new_ref": (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    "jax._src.core.Ref": (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    "jax._src.core.mutable_array": (_Y, _Y, _N, _N, _N, _N, _N),
+    "jax._src.core.array_ref": (_Y, _Y, _N, _N, _N, _N, _N),
+    "jax._src.core.MutableArray": (_Y, _Y, _N, _N, _N, _N, _N),
+    "jax._src.core.ArrayRef": (_Y, _Y, _N, _N, _N, _N, _N),
+    "jax._src.core.empty_ref": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax._src.core.free_ref": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ad": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ad.GradValue": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ad.DontWant": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ad.GradRef": (_N, _N, _N, _N, _Y, _Y, _Y),
+    "jax.ad.DidntWant": (_N, _N, _N, _N, _Y, _Y, _Y),
 }
 # Keyword arguments of the ref constructor, by canonical constructor name.
 KWARG_AVAILABILITY: dict[tuple, tuple] = {
-    (NEW_REF, "kind"): (_N, _N, _N, _N, _Y),
-    (NEW_REF, "memory_space"): (_N, _Y, _Y, _Y, _Y),
+    (NEW_REF, "kind"): (_N, _N, _N, _N, _Y, _Y, _Y),
+    (NEW_REF, "memory_space"): (_N, _Y, _Y, _Y, _Y, _Y, _Y),
+    (NEW_REF, "pin"): (_N, _N, _N, _N, _N, _Y, _Y),
 }
 # What to write instead (any version that has the name).
 REPLACEMENTS: dict[str, str] = {

@@ -169,6 +169,10 @@ class _Builder:
                                                        for x in n.names]),
             ast.Import: self.s_import, ast.ImportFrom: self.s_importfrom,
         }
+        if hasattr(ast, "TypeAlias"):  # `type X[T] = ...` (Python >= 3.12)
+            self._small[ast.TypeAlias] = lambda n: N.TypeAlias(
+                name=N.Name(n.name.id), value=self.expr(n.value),
+                type_parameters=self.type_parameters(n))
         e = self.expr
         self._expr = {
             ast.Name: lambda n: N.Name(n.id),
@@ -269,19 +273,42 @@ class _Builder:
             raise Unsupported(type(s).__name__)  # syntax newer than this module
         return build(s)
 
+    def type_parameters(self, n):
+        """``def f[T: int, *Ts, **P]`` (Python >= 3.12, e.g. in JAX 0.12's own sources)."""
+        params = getattr(n, "type_params", None)
+        if not params:
+            return None
+        out = []
+        for t in params:
+            if getattr(t, "default_value", None) is not None:  # PEP 696 (3.13)
+                raise Unsupported("type parameter default")
+            if isinstance(t, ast.TypeVar):
+                p = N.TypeVar(name=N.Name(t.name),
+                              bound=None if t.bound is None else self.expr(t.bound))
+            elif isinstance(t, ast.TypeVarTuple):
+                p = N.TypeVarTuple(name=N.Name(t.name))
+            elif isinstance(t, ast.ParamSpec):
+                p = N.ParamSpec(name=N.Name(t.name))
+            else:
+                raise Unsupported(type(t).__name__)
+            out.append(N.TypeParam(param=p))
+        return N.TypeParameters(params=out)
+
     def s_function(self, n):
         return N.FunctionDef(
             name=N.Name(n.name), params=self.params(n.args), body=self.suite(n.body),
             decorators=[N.Decorator(decorator=self.expr(d)) for d in n.decorator_list],
             returns=None if n.returns is None else N.Annotation(self.expr(n.returns)),
-            asynchronous=N.Asynchronous() if isinstance(n, ast.AsyncFunctionDef) else None)
+            asynchronous=N.Asynchronous() if isinstance(n, ast.AsyncFunctionDef) else None,
+            type_parameters=self.type_parameters(n))
 
     def s_class(self, n):
         bases = [self.arg(b) for b in n.bases]
         keywords = [self.keyword(k) for k in n.keywords]
         return N.ClassDef(
             name=N.Name(n.name), body=self.suite(n.body), bases=bases, keywords=keywords,
-            decorators=[N.Decorator(decorator=self.expr(d)) for d in n.decorator_list])
+            decorators=[N.Decorator(decorator=self.expr(d)) for d in n.decorator_list],
+            type_parameters=self.type_parameters(n))
 
     def s_if(self, n):
         orelse = None

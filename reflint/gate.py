@@ -11,7 +11,9 @@ out cannot have a finding (``tests/test_gate.py`` compares the findings with the
 on every fixture and example, and the gate's verdict with the analysis' own facts on real code):
 
 * **Refs** (REF001-REF011, REF014, and REF013/REF015 through them): the analysis holds a Ref
-  only if the file uses an API of ``api.REF_SOURCES``: a constructor, ``to_refs``, a Pallas
+  only if the file uses an API of ``api.REF_SOURCES`` (or passes ``ref=``/``is_hijax=`` to an
+  API of ``api.REF_KEYWORD_SOURCES``, a Flax Variable, or to a callee that is not an import
+  chain): a constructor, ``to_refs``, Flax's ref switches, a Pallas
   entry point (its kernels take refs), or the ``Ref`` type anywhere it can become an
   annotation (not as an ``isinstance``/``issubclass`` argument or a comparison operand). Names
   are resolved through the file's imports as the analysis resolves them: ``import jax as J;
@@ -174,6 +176,9 @@ class _Walker:
         # ("expr", _Expr, None)
         self.calls: list = []  # _Call
         self.exprs: list = []  # stack of _Expr accumulators
+        # Calls passing one of api.REF_KEYWORDS (`nnx.Param(x, ref=True)`): (chain, scope), or
+        # True when such a call's callee is not a chain of the imports.
+        self.ref_keyword_calls: list = []
 
     def release(self) -> None:
         """Break the cycles between scopes and the expressions that read them, so everything
@@ -601,6 +606,8 @@ class _Walker:
                 e.opaque_call = True
         if callee is not None:
             self.scope.calls.add(callee)
+        if any(k.arg in api.REF_KEYWORDS for k in node.keywords):
+            self.ref_keyword_calls.append((chain, self.scope) if chain is not None else True)
         # A module object passed to a builtin (`hasattr(jax, "new_ref")`) goes nowhere the
         # analysis follows; `isinstance`/`issubclass` arguments are type tests.
         arg_ctx = _NORMAL
@@ -841,6 +848,10 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
                 unavailable = True
     if w.star:
         return _EVERYTHING
+    for call in w.ref_keyword_calls:  # `nnx.Param(x, ref=True)` makes a ref-holding Variable
+        if call is True or any(api.CANONICAL.get(qn) in api.REF_KEYWORD_SOURCES
+                               for qn in _resolve_chain(w, call[0], call[1])):
+            refs = True
     for qns in w.imports.values():
         if any(_unavailable(qn, version) for qn in qns):
             unavailable = True

@@ -17,8 +17,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .analysis import ModuleAnalysis
 
 # Pre-filter triggers for rules that need a Ref value: the name of any API that produces one
-# (see api.REF_SOURCES), as a whole word.
-REF_TRIGGERS = api.trigger_words(api.REF_SOURCES)
+# (see api.REF_SOURCES; api.REF_KEYWORD_SOURCES: `nnx.Param(x, ref=True)`), as a whole word.
+REF_TRIGGERS = api.ref_trigger()
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Known limits",
                 "JAX versions", "Runtime message")

@@ -9,8 +9,9 @@ from typing import Optional
 
 from .codes import CODES, OPT_IN_CODES
 
-SUPPORTED_JAX_VERSIONS = ("0.7.1", "0.7.2", "0.8.0", "0.9.0", "0.10.2")
-DEFAULT_TARGET_JAX_VERSION = "0.10.2"
+# The measured versions (reflint/api.py MEASURED_VERSIONS); the default target is the newest.
+SUPPORTED_JAX_VERSIONS = ("0.7.1", "0.7.2", "0.8.0", "0.9.0", "0.10.2", "0.11.2", "0.12.0.1")
+DEFAULT_TARGET_JAX_VERSION = SUPPORTED_JAX_VERSIONS[-1]
 
 # Directories never walked into (a file named on the command line is still checked).
 DEFAULT_EXCLUDE = (
@@ -26,7 +27,7 @@ def parse_version(text: str) -> tuple:
         if not p.isdigit():
             raise ValueError(f"invalid JAX version {text!r} (expected e.g. 0.10.2)")
         parts.append(int(p))
-    if not 1 <= len(parts) <= 3:
+    if not 1 <= len(parts) <= 4:  # 0.12.0.1 has four
         raise ValueError(f"invalid JAX version {text!r} (expected e.g. 0.10.2)")
     while len(parts) < 3:
         parts.append(0)

@@ -42,6 +42,11 @@ class RefVal(Value):
     name: str = ""
     kwargs: dict = field(default_factory=dict)  # constructor keyword args (e.g. kind=)
     unique: bool = True  # one ref per key (False for refs created in loops or merged)
+    # Flax NNX: an object whose arrays are refs ("" for a plain ref): "variable" (a Variable),
+    # "module" (a Module or Pytree), "state" (an nnx.split state, an nnx.to_refs copy).
+    tree: str = ""
+    cls: Optional["ClassInfo"] = None  # a module of a class of this file: its attributes
+    root: Optional["RefVal"] = None  # read as an attribute of this tree (`model.bias`)
 
 
 @dataclass(eq=False)
@@ -93,6 +98,18 @@ class ClassVal(Value):
 @dataclass(eq=False)
 class InstanceVal(Value):
     cls: "ClassInfo"
+    node: Optional["cst.CSTNode"] = None  # the call that created it, when known (identity)
+
+
+@dataclass(eq=False)
+class NnxVal(Value):
+    """A Flax NNX Variable or object not known to hold refs (created with refs off, or where
+    reflint does not know): it holds refs when read as part of a module that does."""
+
+    kind: str  # "variable" or "module"
+    node: Optional["cst.CSTNode"]  # the call that created it (its identity)
+    arrays: bool = False  # created with `ref=False`: arrays even inside a ref-holding module
+    cls: Optional["ClassInfo"] = None  # a module of a class of this file
 
 
 @dataclass(eq=False)
@@ -112,11 +129,27 @@ class SpecialVal(Value):
     api_name: str = ""  # the registry API it comes from (a kernel launcher's)
 
 
-def iter_refs(value: Optional[Value], path: str = "") -> Iterator[tuple[RefVal, str]]:
-    """All refs inside a value (pytrees of tuples, lists and dicts), with their paths."""
+def iter_refs(value: Optional[Value], path: str = "", _classes: tuple = ()
+              ) -> Iterator[tuple[RefVal, str]]:
+    """All refs inside a value (pytrees of tuples, lists and dicts, and the attributes of NNX
+    modules holding refs), with their paths."""
     if value is None:
         return
     if isinstance(value, RefVal):
+        if value.tree and value.cls is not None:
+            # An NNX module of a class of this file: itself (when it holds any ref), then its
+            # Variables and sub-modules, attribute by attribute (`.a`, `.d.bias`).
+            if value.cls in _classes or len(_classes) > 6:
+                return
+            inner = []
+            for attr in sorted(value.cls.attrs):
+                sub = tree_attribute(value, attr)
+                if sub is not None:
+                    inner.extend(iter_refs(sub, f"{path}.{attr}", _classes + (value.cls,)))
+            if inner:
+                yield value, path
+                yield from inner
+            return
         yield value, path
     elif isinstance(value, SeqVal):
         for i, item in enumerate(value.items):
@@ -126,7 +159,39 @@ def iter_refs(value: Optional[Value], path: str = "") -> Iterator[tuple[RefVal, 
             yield from iter_refs(item, f"{path}[{k!r}]")
 
 
+def tree_attribute(base: RefVal, attr: str, attrs: Optional[dict] = None) -> Optional[RefVal]:
+    """The attribute ``attr`` of ``base``, an NNX module holding refs of a class of this file:
+    its Variables and sub-modules hold refs too. Each gets an identity of its own within
+    ``base`` (two attributes bound to one object share it: `self.c = self.a`). ``attrs``:
+    the class's attributes (default: ``base.cls.attrs``)."""
+    if attrs is None:
+        attrs = base.cls.attrs if base.cls is not None else {}
+    value = attrs.get(attr)
+    cls = None
+    if isinstance(value, RefVal):
+        ident, tree, cls = value.key, value.tree or "variable", value.cls
+        if value.origin == "created" and value.node is not None:
+            ident = ("nnx", id(value.node))
+    elif isinstance(value, NnxVal) and not value.arrays:
+        ident = ("nnx", id(value.node)) if value.node is not None else ("attr", attr)
+        tree, cls = value.kind, value.cls
+    elif isinstance(value, InstanceVal) and value.cls.nnx:
+        ident, tree, cls = ("nnx", id(value.node)) if value.node is not None else \
+            ("attr", attr), value.cls.nnx, \
+            value.cls if value.cls.nnx == "module" else None
+    else:
+        return None
+    name = f"{base.name}.{attr}" if base.name else ""
+    return RefVal(key=("attr", base.key, ident), origin=base.origin, node=base.node,
+                  scope=base.scope, name=name, unique=base.unique, tree=tree, cls=cls,
+                  root=base)
+
+
 def contains_ref(value: Optional[Value]) -> bool:
+    """A ref, or a container holding one (an NNX object holding refs counts as one, whatever
+    its attributes)."""
+    if isinstance(value, RefVal):
+        return True
     return next(iter_refs(value), None) is not None
 
 
@@ -153,7 +218,12 @@ def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
         if a.key == b.key:
             return a
         return RefVal(key=("merged", a.key, b.key), origin="merged", node=a.node, scope=a.scope,
-                      name=a.name, unique=False)
+                      name=a.name, unique=False, tree=a.tree or b.tree,
+                      cls=a.cls if a.cls is b.cls else None)
+    if isinstance(a, NnxVal) and isinstance(b, NnxVal) and a.kind == b.kind:
+        if a.node is b.node and a.arrays == b.arrays:
+            return a
+        return NnxVal(a.kind, None, cls=a.cls if a.cls is b.cls else None)
     if isinstance(a, QN) and isinstance(b, QN):
         return a if a.qualname == b.qualname else None
     if isinstance(a, SeqVal) and isinstance(b, SeqVal) and len(a.items) == len(b.items):
@@ -166,6 +236,8 @@ def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
             a.transforms == b.transforms:
         return a
     if isinstance(a, (ClassVal, InstanceVal)) and type(a) is type(b) and a.cls is b.cls:
+        if isinstance(a, InstanceVal) and a.node is not b.node:
+            return InstanceVal(a.cls)
         return a
     return None
 

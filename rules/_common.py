@@ -103,3 +103,35 @@ def parents_of(analysis) -> dict:
         return parents
 
     return analysis.cached("parents", build)
+
+
+# -- Flax NNX (docs/flax-nnx.md) -------------------------------------------------------------
+
+def nnx_words(analysis) -> dict:
+    """How this file's Flax spells refs on/off and the conversions: flax 0.12's
+    `var_defaults`/`with_vars`, or the seed's `use_refs`/`to_refs`/`to_arrays` when the file
+    uses that API (both are recognized; messages speak the file's)."""
+    def build() -> dict:
+        seed = any(w in analysis.source for w in api.SEED_NNX_WORDS)
+        if seed:
+            return {"off": "with nnx.use_refs(False):", "to_refs": "nnx.to_refs({})",
+                    "to_arrays": "nnx.to_arrays({})",
+                    "ref_variable": "nnx.Variable(..., is_hijax=True)"}
+        return {"off": "with nnx.var_defaults(ref=False):",
+                "to_refs": "nnx.with_vars({}, ref=True)",
+                "to_arrays": "nnx.with_vars({}, ref=False)",
+                "ref_variable": "nnx.Variable(..., ref=True)"}
+
+    return analysis.cached("nnx words", build)
+
+
+def nnx_what(ref) -> str:
+    """An NNX object holding refs, in messages."""
+    return {"variable": "a Variable", "module": "an NNX module"}.get(ref.tree, "NNX state")
+
+
+def nnx_root_name(ref) -> str:
+    """The name of the NNX object a Variable was read from (`model` for `model.bias`)."""
+    while ref.root is not None:
+        ref = ref.root
+    return ref.name or "the module"

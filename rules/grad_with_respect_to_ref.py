@@ -6,7 +6,8 @@ from reflint.diagnostics import UNSAFE
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
-from ._common import REF_EVIDENCE, read_fix_factory, ref_name, where_from
+from ._common import (REF_EVIDENCE, nnx_what, nnx_words, read_fix_factory, ref_name,
+                      where_from)
 
 cst = lazy("libcst")
 _taint = lazy("reflint.taint")
@@ -147,20 +148,22 @@ class GradWithRespectToRef(Rule):
         spelled = api.role_info(t.kind).spelled or str(t.kind)
         arg = ref_name(analysis, binding.expr, ref) if binding.expr is not None else param
         what = f"{arg}{path}" if path else arg
-        kind = "a module holding ref Variables" if ref.origin == "nnx" else "a Ref"
+        kind = "" if ref.tree else ", a Ref"  # where_from says what an NNX object is
         head = (f"{spelled} differentiates {target.name} with respect to `{param}`, which "
-                f"receives {what}, {kind}{where_from(analysis, ref)}")
+                f"receives {what}{kind}{where_from(analysis, ref)}")
         runtime = api.by_version(api.API[t.kind].ref_argument_error, version)
         if version >= (0, 11):
             instead = (f"differentiate its value ({arg}[...]) instead, or use jax.vjp and bind "
                        f"a gradient ref with `vjp_fn.with_refs(grad_ref)`")
         else:
             instead = f"differentiate its value ({arg}[...]) instead"
-        if ref.origin == "nnx":
-            instead = ("differentiate arrays, not refs: convert the state first "
-                       "(`nnx.with_vars(..., ref=False)` or the seed's `nnx.to_arrays`)")
+        if ref.tree:
+            convert = nnx_words(analysis)["to_arrays"].format(arg)
+            instead = (f"differentiate arrays, not refs: convert it first "
+                       f"(`{spelled}(...)({convert})`, as the Flax guide's training loop does "
+                       f"with the params of `nnx.split`)")
         fix = None
-        if binding.expr is not None and not path and ref.origin != "nnx":
+        if binding.expr is not None and not path and not ref.tree:
             fix = read_fix_factory(binding.expr, UNSAFE)
         return Finding(call.node, f"{head}; {runtime} — {instead}", fix=fix,
                        related_node=ref.node if ref.origin == "created" else None,

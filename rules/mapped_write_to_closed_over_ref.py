@@ -5,7 +5,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import FuncVal
 
-from ._common import REF_EVIDENCE, ref_name, role_word
+from ._common import REF_EVIDENCE, nnx_root_name, ref_name, role_word
 
 cst = lazy("libcst")
 
@@ -136,6 +136,13 @@ class MappedWriteToClosedOverRef(Rule):
             src = "a ref argument passed with in_axes=None"
         elif partial:
             src = "a ref bound to it with functools.partial (not a mapped argument)"
+        elif root.tree and root.origin == "created" and root.node is not None:
+            line = analysis.line_of(root.node)
+            if acc.ref.root is not None:
+                src = (f"a Variable of `{nnx_root_name(acc.ref)}`, an NNX module holding refs "
+                       f"created outside it, on line {line}")
+            else:
+                src = f"a Variable holding a ref, created outside it, on line {line}"
         elif root.origin == "created" and root.node is not None:
             src = f"a ref created outside it, on line {analysis.line_of(root.node)}"
         else:

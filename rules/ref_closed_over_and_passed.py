@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from reflint import api
 from reflint.rule import Finding, Rule
-from reflint.values import iter_refs
+from reflint.values import RefVal, iter_refs
 
 from ._common import REF_EVIDENCE, role_word, where_from
 
@@ -58,7 +58,9 @@ class RefClosedOverAndPassed(Rule):
 
     ## Known limits
     The closed-over ref must be visible in this module (a global or a variable of an enclosing
-    function). Closures through object attributes are not followed.
+    function). Closures through object attributes are not followed. A Flax NNX object
+    holding refs counts as closed over when the function reads it (or one of its Variables)
+    from an enclosing scope; `nnx.jit` rejects this too.
 
     ## JAX versions
     0.7.2+: a targeted error for jit and cond; for scan/fori carries the error talks about a
@@ -110,7 +112,13 @@ def _aliased(call, passed):
                 for name, b in call.bindings.get(id(target), {}).items() if b.partial]
         held += [(name, value, False) for name, (value, _node) in target.closure_refs.items()]
         for name, value, bound in held:
-            for ref, _ in iter_refs(value):
+            if isinstance(value, RefVal) and value.tree and not bound:
+                # A closed-over NNX object: the object itself (its attributes read through
+                # the closure are entries of their own, `model.bias`).
+                refs = [(value, "")]
+            else:
+                refs = iter_refs(value)
+            for ref, _ in refs:
                 if ref.key in passed and ref.unique:
                     return target, name, ref, bound
     return None

@@ -4,7 +4,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
-from ._common import REF_EVIDENCE, where_from
+from ._common import REF_EVIDENCE, nnx_root_name, where_from
 
 # The calls that reject aliased refs, and their words in messages.
 CALL_KINDS = {a.name: a.call_word for a in api.APIS if a.checks_aliasing}
@@ -57,7 +57,9 @@ class RefPassedTwice(Rule):
     ## Known limits
     Two different names are only known to alias when the analysis sees both bound to the same
     ref (same creation, same parameter). Refs created in a loop or comprehension are not
-    compared.
+    compared. Flax NNX objects holding refs count with their Variables and sub-modules: one
+    object passed twice, or holding one Variable at two attributes (`self.c = self.a`), is
+    reported for `jax.jit`, not for `nnx.jit` (which accepts both); see docs/flax-nnx.md.
 
     ## JAX versions
     0.7.2+ raise at trace time for jit, vmap, custom_vjp, scan and cond. 0.7.1 (checks off):
@@ -100,9 +102,23 @@ class RefPassedTwice(Rule):
                         msg = (f"{name} is passed twice to {CALL_KINDS[kind]} "
                                f"(as {first} and as {label}{path}){where_from(analysis, ref)}; "
                                f"JAX forbids aliased refs — pass each ref once")
+                        if ref.tree:
+                            msg += _nnx_hint(first, f"{label}{path}", ref)
                         yield Finding(call.node, msg)
                         break
                     seen[ref.key] = f"{label}{path}"
                 else:
                     continue
                 break
+
+
+def _nnx_hint(first: str, second: str, ref) -> str:
+    """What a Flax user does about an NNX object's refs reaching a call twice."""
+    if first.split(".", 1)[0] == second.split(".", 1)[0]:
+        # Two attributes of one argument hold the same Variable or sub-module.
+        obj = nnx_root_name(ref)
+        return (f". {obj} holds the same {'Variable' if ref.tree == 'variable' else 'object'} "
+                f"at two attributes (`nnx.find_duplicates({obj})` lists them): pass "
+                f"`graphdef, state = nnx.split({obj})` instead (split keeps each Variable once) "
+                f"and `nnx.merge(graphdef, state)` inside, or use `nnx.jit`")
+    return ", or use `nnx.jit`, which accepts one NNX object passed twice"

@@ -4,7 +4,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
-from ._common import REF_EVIDENCE, role_word, where_from
+from ._common import REF_EVIDENCE, nnx_what, nnx_words, role_word, where_from
 
 # Roles whose outputs may not contain refs, in the order messages prefer them.
 RETURN_ROLES = tuple(r for r in api.ROLE_ORDER if api.role_info(r).no_ref_outputs)
@@ -58,7 +58,9 @@ class RefReturned(Rule):
     ## Known limits
     Only refs the analysis can see are reported: a ref returned through a helper defined in
     another module, or stored in an object attribute other than `self.<name>`, is missed.
-    Functions wrapped by `flax.nnx.jit` (which allows ref-holding modules) are not checked.
+    Flax NNX objects holding refs (a Module created with refs on, a Variable with `ref=True`,
+    `nnx.with_vars(m, ref=True)`: docs/flax-nnx.md) count as refs; `nnx.jit` may return them
+    and is not checked.
 
     ## JAX versions
     0.7.2 and later raise at trace time (`lax.cond` raises on every version). 0.7.1 (with
@@ -86,6 +88,11 @@ class RefReturned(Rule):
                 continue
             ref, path = refs[0]
             inside = f" at {path} of the result" if path else ""
+            if ref.tree:
+                yield Finding(fact.expr, _nnx_message(analysis, fact, role, ref, inside),
+                              related_node=ref.node if ref.origin == "created" else None,
+                              related_message="created here")
+                continue
             if ref.name:
                 subject = ref.name
                 advice = f"return its value {ref.name}[...] instead, or nothing"
@@ -100,3 +107,23 @@ class RefReturned(Rule):
                 msg += ". JAX 0.7.1 does not raise: the caller silently gets an Array snapshot"
             yield Finding(fact.expr, msg, related_node=ref.node if ref.origin == "created"
                           else None, related_message="created here")
+
+
+def _nnx_message(analysis, fact, role, ref, inside) -> str:
+    """A Flax NNX object holding refs returned from a traced function."""
+    words = nnx_words(analysis)
+    subject = ref.name or nnx_what(ref)
+    what = f" ({nnx_what(ref)} holding refs)" if ref.name else " holding refs"
+    line = analysis.line_of(ref.node) if ref.origin == "created" and ref.node else None
+    where = f", created on line {line}," if line and ref.name else ""
+    held = "its value is a ref" if ref.tree == "variable" else "its Variables are refs"
+    msg = (f"{subject}{what}{where} is returned from {role_word(role)}{inside}; {held}, and "
+           f"refs cannot be returned from traced functions")
+    if role == api.Role.JIT:
+        obj = ref.name or "model"
+        off = "without `ref=True`" if ref.kwargs.get("ref") else f"with refs off (`{words['off']}`)"
+        msg += (f" — use `nnx.jit`, which returns NNX objects holding refs, or create it {off} "
+                f"and convert it after the call: `{obj} = {words['to_refs'].format(obj)}`")
+    else:
+        msg += " — return arrays, not the object" + api.role_info(role).return_hint
+    return msg

@@ -84,7 +84,7 @@ class RefUsedAsArray(Rule):
     def check(self, analysis):
         version = analysis.settings.target_jax_version
         for use in analysis.ref_uses:
-            if use.ref.origin == "nnx":  # a module holding refs, not a ref itself
+            if use.ref.tree:  # an NNX Variable/module holding refs: Variables do arithmetic
                 continue
             if use.kind == "call_arg" and api.accepts_refs(use.detail, version):
                 continue  # e.g. lax.optimization_barrier takes refs from JAX 0.12

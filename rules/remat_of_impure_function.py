@@ -8,7 +8,7 @@ from ._common import REF_EVIDENCE, ref_name
 
 cst = lazy("libcst")
 
-NO_REMAT_KIND = "no_grad_no_remat"
+NO_REMAT_KIND = api.NO_REMAT_KINDS[0]
 
 
 class RematOfImpureFunction(Rule):
@@ -131,7 +131,7 @@ class RematOfImpureFunction(Rule):
         for ref in created:
             kind = ref.kwargs.get("kind")
             if not (isinstance(kind, cst.SimpleString) and
-                    kind.evaluated_value == NO_REMAT_KIND):
+                    kind.evaluated_value in api.NO_REMAT_KINDS):
                 return False
         return bool(created)
 

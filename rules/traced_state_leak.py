@@ -3,9 +3,9 @@ from __future__ import annotations
 from reflint._lazy import lazy
 from reflint import api
 from reflint.rule import Finding, Rule
-from reflint.values import ArrayVal, ClassVal, InstanceVal, QN
+from reflint.values import ArrayVal, ClassVal, InstanceVal, QN, RefVal, iter_refs
 
-from ._common import role_word
+from ._common import nnx_words, role_word
 
 cst = lazy("libcst")
 _analysis = lazy("reflint.analysis")
@@ -32,7 +32,11 @@ class TracedStateLeak(Rule):
     - attribute assignment on a global or closed-over instance of a class defined in the
       module (`state.count += 1`);
     - `self.attr = ...` in a method that is itself traced (e.g. decorated with
-      `@partial(jax.jit, static_argnums=0)`).
+      `@partial(jax.jit, static_argnums=0)`);
+    - attribute assignment on a global or closed-over Flax NNX Module/Pytree (Flax raises
+      `TraceContextError`, under NNX transforms too), and on an NNX module holding refs passed
+      as an argument to `jax.jit`/`jax.vmap`/a control-flow body (the change is silently lost;
+      `nnx.jit`, `nnx.vmap` ... carry it back and are not reported).
 
     A container is reported only when every binding of its name in the defining scope is a
     list/dict/set display or comprehension, `list()`/`dict()`/`set()` or a `collections`
@@ -94,13 +98,15 @@ class TracedStateLeak(Rule):
     ## JAX versions
     The same in every version: the mutation runs at trace time only. `UnexpectedTracerError`
     is raised when a leaked tracer is used later (0.7.1–0.10.2). `jax.new_ref` exists from 0.7.2
-    (`jax.array_ref` in 0.7.1).
+    (`jax.array_ref` in 0.7.1). Flax NNX objects: measured on flax 0.12.8 (JAX 0.10.2) and
+    0.12.12 (JAX 0.12.0.1), the same on both.
 
     ## Runtime message
     Nothing when the mutation happens. Using a leaked value later gives `UnexpectedTracerError:
     Encountered an unexpected tracer. A function transformed by JAX had a side effect, allowing
     for a reference to an intermediate value with type float32[] wrapped in a
-    DynamicJaxprTracer to escape the scope of the transformation.`
+    DynamicJaxprTracer to escape the scope of the transformation.` A closed-over NNX object:
+    `flax.errors.TraceContextError: Cannot mutate 'Params' from different trace level`.
     """
 
     code = "REF012"
@@ -135,6 +141,17 @@ class TracedStateLeak(Rule):
                 if not isinstance(node.value, cst.Name):
                     continue
                 obj = node.value.value
+                nnx_arg = _nnx_argument(analysis, func, node.value, aw.base)
+                if nnx_arg is not None:
+                    yield Finding(node, f"`{obj}.{attr} {_op(stmt)}` sets an attribute of the "
+                                  f"NNX object `{obj}` passed to {_where(nnx_arg, func)}: JAX "
+                                  f"traces a copy of its Variables, so the new attribute is "
+                                  f"silently lost when `{func.name}` returns (Flax raises no "
+                                  f"error). Use {_nnx_spelling(nnx_arg)}, which carries "
+                                  f"attribute changes back, or keep the value in a Variable "
+                                  f"holding a ref (`{nnx_words(analysis)['ref_variable']}`) "
+                                  f"and write it with `{obj}.{attr}[...] = ...`")
+                    continue
                 if _is_self_of_traced_method(analysis, func, node.value):
                     own = _own_leak_kind(func)
                     yield Finding(node, f"`self.{attr} {_op(stmt)}` sets an attribute of `self` "
@@ -148,9 +165,20 @@ class TracedStateLeak(Rule):
                 scope = analysis.free_name_scope(obj, func)
                 if scope is None or _same_trace(analysis, scope, func):
                     continue
+                where = "global" if scope.is_module else "closed-over"
+                if _nnx_object(scope.summary.get(obj)):
+                    yield Finding(node, f"`{obj}.{attr} {_op(stmt)}` sets an attribute of the "
+                                  f"{where} NNX object `{obj}` inside {_where(kind, func)}; "
+                                  f"Flax raises `TraceContextError: Cannot mutate ... from "
+                                  f"different trace level` (under every JAX and NNX "
+                                  f"transform). Pass `{obj}` to the function as an argument of "
+                                  f"an NNX transform (`nnx.jit`, `nnx.vmap` ...), which carries "
+                                  f"attribute changes back, or keep the value in a Variable "
+                                  f"holding a ref (`{nnx_words(analysis)['ref_variable']}`) "
+                                  f"and write it with `{obj}.{attr}[...] = ...`")
+                    continue
                 if not _plain_local_instance(analysis, scope.summary.get(obj), attr):
                     continue
-                where = "global" if scope.is_module else "closed-over"
                 yield Finding(node, f"`{obj}.{attr} {_op(stmt)}` sets an attribute of the {where} "
                               f"object `{obj}` inside {_where(kind, func)}; it runs once, when "
                               f"JAX traces `{func.name}`, not on every "
@@ -295,11 +323,45 @@ def _attribute_targets(stmt, attr):
     return out
 
 
+def _nnx_object(value) -> bool:
+    """A Flax NNX Module/Pytree: an instance of an NNX class of this file, or an NNX object
+    holding refs (Flax forbids setting its attributes from inside a trace)."""
+    if isinstance(value, InstanceVal):
+        return value.cls.nnx == "module"
+    return isinstance(value, RefVal) and value.tree == "module"
+
+
+def _nnx_argument(analysis, func, name_node, base):
+    """The role under which ``func`` gets the NNX module ``name_node`` names as its own
+    argument, when that transform (jax.jit, jax.vmap ...) does not carry attribute changes
+    back, as NNX transforms do; None otherwise."""
+    if not (isinstance(base, RefVal) and base.tree == "module" and base.origin == "param"
+            and base.scope is func and base.root is None):
+        return None
+    own = _own_leak_kind(func)
+    if own is None or any(api.role_info(k).graph_updates for k in func.role_kinds()):
+        return None
+    for fact in func.returns:  # returned: the caller gets the changed object back
+        if any(r.key == base.key for r, _ in iter_refs(fact.value)):
+            return None
+    return own
+
+
+def _nnx_spelling(kind) -> str:
+    """The NNX transform to use instead of ``kind``'s JAX one (`nnx.jit` for jax.jit)."""
+    nnx = {api.role_info(r).spelled.split(".")[-1]: api.role_info(r).spelled
+           for r in api.Role if api.role_info(r).graph_updates}
+    word = str(kind)
+    return f"`{nnx[word]}`" if word in nnx else "the NNX transform (`nnx.jit`, `nnx.vmap` ...)"
+
+
 def _is_self_of_traced_method(analysis, func, name_node) -> bool:
     if not func.is_method or not func.params or func.params[0].name != name_node.value:
         return False
     if _own_leak_kind(func) is None:
         return False
+    if any(api.role_info(k).graph_updates for k in func.role_kinds()):
+        return False  # nnx.jit ... carry attribute changes of `self` back
     v = analysis.value_of(name_node)
     return isinstance(v, InstanceVal) and v.cls is func.cls
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import glob
 import os
+import sys
 import textwrap
 
 import libcst as cst
@@ -315,3 +316,21 @@ def test_flake8_tree_is_used(monkeypatch):
     lines = BAD.splitlines(keepends=True)
     found = list(Flake8Plugin(ast.parse(BAD), lines, "bad.py").run())
     assert [t[2].split()[0] for t in found] == ["REF001"]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="type parameter syntax is Python 3.12+")
+def test_same_tree_with_type_parameters():
+    """PEP 695 type parameters (JAX 0.12's own sources use them)."""
+    assert_same_tree(textwrap.dedent("""
+        def f[T: int, U, *Ts, **P](x: T) -> T:
+            return x
+
+        class C[T](Base, metaclass=M):
+            def g[S: (int, str)](self, s: S) -> S:
+                return s
+
+        async def h[T](x): pass
+
+        type Pair[T] = tuple[T, T]
+        type Alias = int | None
+    """), "type parameters")

@@ -6,9 +6,16 @@ import pytest
 
 from conftest import (FIXTURES, expectations, fixture_files, fixture_settings,
                       strip_expect_comments)
+from reflint.codes import CODES
 from reflint.engine import fix_source, lint_source
 
 FILES = fixture_files()
+
+
+def pending_codes(expected) -> set:
+    """Codes a fixture expects that no rule of this checkout reports yet (a rule being written
+    on another branch, e.g. REF016's fixtures for Flax NNX): the fixture is skipped."""
+    return {code for _, code in expected} - set(CODES)
 
 
 def rel(p):
@@ -19,9 +26,11 @@ def rel(p):
 def test_fixture_expectations(path):
     with open(path, encoding="utf-8") as fh:
         source = fh.read()
+    expected = expectations(source)
+    if pending_codes(expected):
+        pytest.skip(f"expects {', '.join(sorted(pending_codes(expected)))}: no rule yet")
     result = lint_source(source, path, fixture_settings(source))
     reported = {(d.line, d.code) for d in result.diagnostics}
-    expected = expectations(source)
     missing = expected - reported
     extra = reported - expected
     details = "\n".join(f"  {d.line}:{d.column} {d.code} {d.message}" for d in result.diagnostics)

@@ -54,7 +54,7 @@ def test_every_role_has_its_properties_and_every_callee_a_known_role():
 
 
 def test_derived_tables_follow_the_entries():
-    assert api.MAP_TRANSFORMS == {"vmap", "pmap", "shard_map"}
+    assert api.MAP_TRANSFORMS == {"vmap", "pmap", "shard_map", "nnx_vmap"}
     assert api.ARRAY_RESULT_APIS >= {"freeze", "ref_get", "ref_swap", "stop_gradient"}
     assert "jit" in api.ONCE_PER_TRACE_APIS and "grad" not in api.ONCE_PER_TRACE_APIS
     assert "pallas_call" in api.REF_SOURCES and "kernel" in api.REF_SOURCES
@@ -165,7 +165,12 @@ def _uses(a: api.Api, f: str, body: str, rng: random.Random) -> list:
         return [fn + f"_, v = jax.vjp(h, r)\nv.with_refs({f}())(1.0)\nv(1.0)\n",
                 fn + f"_, v = jax.vjp(h, xs, r)\nv.with_refs({f}(), r)(1.0)\n"]
     if fam is F.NNX:
-        return [f"def g(model):\n{ind}m = {f}(model)\n{ind}return jax.jit(lambda q: q)(m)\n"]
+        # Flax NNX: conversions, ref keywords and the refs-on switches, one spelling each.
+        return [f"def g(model):\n{ind}m = {f}(model)\n{ind}return jax.jit(lambda q: q)(m)\n",
+                f"m = {f}(jnp.zeros(3), ref=True)\n" + fn + "jax.jit(h)(m, m)\nh(m)\n",
+                f"with {f}(ref=True):\n{ind}m = {f}(jnp.zeros(3))\n" + fn + "jax.jit(h)(m)\n",
+                f"{f}(True)\nclass M({f}):\n{ind}def __init__(self):\n{ind}{ind}self.a = {f}(1)"
+                f"\n{ind}{ind}self.b = self.a\n\nm = M()\n" + fn + "jax.jit(h)(m)\n"]
     raise AssertionError(f"no template for {fam}")  # pragma: no cover - every family above
 
 
@@ -241,3 +246,14 @@ def test_no_list_of_apis_outside_the_registry():
                     if i not in exported and pattern.search(code):
                         offenders.append(f"{path}:{i}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+@pytest.mark.parametrize("kind,expected", [("'no_grad_no_remat'", set()), ("'anselm_ref'", set()),
+                                           ("None", {(5, "REF006")})])
+def test_refs_of_a_no_remat_kind_may_be_written_under_remat(kind, expected):
+    """JAX's own remat tests write refs of kind 'anselm_ref' (the earlier name of
+    'no_grad_no_remat') inside jax.remat and expect the write once."""
+    source = ("import jax\n\nx_ref = jax.new_ref(1.0, kind=" + kind + ")\n\n"
+              "@jax.remat\ndef f(y):\n    x_ref[...] += 1\n    return y * 2\n\n"
+              "jax.grad(f)(2.0)\n")
+    assert {c for c in _codes(source) if c[1] == "REF006"} == expected

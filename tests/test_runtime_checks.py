@@ -2,6 +2,8 @@
 # This file misuses refs on purpose, to trigger the runtime checks:
 # reflint: skip-file
 
+import inspect
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -258,7 +260,8 @@ def test_checkpoint_pure_internal_ref_and_reads_ok(on):
     assert np.isclose(float(g), 2 * np.cos(2.))
 
 
-@pytest.mark.skipif(not jax.__version__.startswith("0.10"), reason="kind= is JAX 0.10+")
+@pytest.mark.skipif("kind" not in inspect.signature(jax.new_ref).parameters,
+                    reason="kind= is JAX 0.10+")
 def test_checkpoint_no_grad_no_remat_ref_ok(on):
     r = jax.new_ref(0., kind="no_grad_no_remat")
 
@@ -429,3 +432,158 @@ def test_translate_keeps_unrelated_errors():
     assert errors.translate(ValueError("something else")) is None
     err = errors.translate(TypeError("unsupported operand type(s) for +: 'Ref' and 'int'"))
     assert isinstance(err, rt.RefUsedAsArray)
+
+
+# ---------------------------------------------------------------- REF016 / REF017 (both lines)
+
+NEW_JAX = tuple(int(p) for p in jax.__version__.split(".")[:2]) >= (0, 11)
+
+
+def test_install_uninstall_restores_vjp_class():
+    cls = rt._api.VJP
+    before = dict(cls.__dict__)
+    rt.install()
+    assert cls.__dict__["__call__"] is not before["__call__"]
+    rt.uninstall()
+    assert dict(cls.__dict__) == before
+
+
+@pytest.mark.parametrize("call", [
+    lambda r: jax.grad(lambda w: w[...] ** 2)(r),
+    lambda r: jax.grad(lambda x, w: x * w[...], argnums=1)(1., r),
+    lambda r: jax.grad(lambda x, w: x * w[...], 1)(1., r),
+    lambda r: jax.grad(lambda x, w: x * w[...], argnums=(0, 1))(1., r),
+    lambda r: jax.grad(lambda x, w: x * w[...], argnums=-1)(1., r),
+    lambda r: jax.value_and_grad(lambda w: w[...] ** 2)(r),
+    lambda r: jax.grad(lambda p: p["w"][...] ** 2)({"w": r}),
+    lambda r: jax.jacrev(lambda w: w[...] ** 2)(r),
+    lambda r: jax.jacfwd(lambda w: w[...] ** 2)(r),
+    lambda r: jax.hessian(lambda w: w[...] ** 3)(r),
+    lambda r: jax.jit(jax.grad(lambda w: w[...] ** 2))(r),
+    lambda r: jax.jvp(lambda w: w[...] ** 2, (r,), (1.,)),
+], ids=["grad", "argnums1", "argnums_positional", "argnums_tuple", "argnums_negative",
+        "value_and_grad", "dict", "jacrev", "jacfwd", "hessian", "jit_of_grad", "jvp"])
+def test_ref016_differentiating_a_ref(on, call):
+    with _raises(rt.GradWithRespectToRef):
+        call(jax.new_ref(2.))
+
+
+def test_ref016_names_the_argument_and_path(on):
+    with pytest.raises(rt.GradWithRespectToRef, match=r"argument 1 \(at \['w'\]\)"):
+        jax.grad(lambda x, p: x * p["w"][...], argnums=1)(1., {"w": jax.new_ref(2.)})
+
+
+def test_ref016_refs_outside_argnums_ok(on):
+    r = jax.new_ref(3.)
+    assert float(jax.grad(lambda x, w: x * w[...])(2., r)) == 3.
+    v, g = jax.value_and_grad(lambda x, w, b: x * w[...] + b, argnums=(0, 2))(2., r, 1.)
+    assert float(v) == 7. and [float(x) for x in g] == [3., 1.]
+    assert float(jax.grad(lambda x: x * r[...])(2.)) == 3.
+    assert float(jax.grad(lambda w: w ** 2)(r[...])) == 6.
+    assert float(jax.grad(lambda x, *, w: x * w[...])(2., w=r)) == 3.
+
+
+def test_ref017_vjp_applied_directly(on):
+    _, f_vjp = jax.vjp(lambda w: w[...] ** 2, jax.new_ref(2.))
+    with _raises(rt.VjpOfRefWithoutWithRefs):
+        f_vjp(1.)
+
+
+def test_ref017_vjp_applied_directly_in_jit(on):
+    @jax.jit
+    def step(w_ref):
+        _, f_vjp = jax.vjp(lambda w: w[...] ** 2, w_ref)
+        return f_vjp(1.)
+    with _raises(rt.VjpOfRefWithoutWithRefs):
+        step(jax.new_ref(2.))
+
+
+@pytest.mark.parametrize("entries", [
+    lambda: (jax.new_ref(0.), jax.new_ref(0.)), lambda: (None,), lambda: ({"w": jax.new_ref(0.)},),
+], ids=["two_for_one", "none_placeholder", "dict_for_leaf"])
+def test_ref017_with_refs_structure(on, entries):
+    _, f_vjp = jax.vjp(lambda w: w[...] ** 2, jax.new_ref(2.))
+    with pytest.raises(rt.VjpOfRefWithoutWithRefs, match="with_refs got"):
+        f_vjp.with_refs(*entries())
+
+
+def test_ref017_with_refs_gradvalue_for_a_ref(on):
+    _, f_vjp = jax.vjp(lambda w: w[...] ** 2, jax.new_ref(2.))
+    with _raises(rt.VjpOfRefWithoutWithRefs):
+        f_vjp.with_refs(jax.ad.GradValue())(1.)
+
+
+def test_with_refs_for_a_ref_primal_by_version(on):
+    """The docs' way: works on JAX >= 0.11; 0.10.2 cannot differentiate w.r.t. a Ref (REF016)."""
+    g_ref = jax.new_ref(100.)
+    _, f_vjp = jax.vjp(lambda w: w[...] ** 2, jax.new_ref(2.))
+    if NEW_JAX:
+        f_vjp.with_refs(g_ref)(1.)
+        assert float(g_ref[...]) == 104.
+    else:
+        with pytest.raises(rt.GradWithRespectToRef, match="need JAX >= 0.11"):
+            f_vjp.with_refs(g_ref)(1.)
+
+
+def test_with_refs_value_primals_ok(on):
+    """Docs examples over Array primals: fine on both lines; the bound function is a pytree."""
+    take = jax.jit(lambda x, i: x[i])
+    grad_ref = jax.new_ref(jnp.zeros(4))
+    for i in (1, 3, 1):
+        _, take_vjp = jax.vjp(take, jnp.arange(4.), i)
+        take_vjp.with_refs(grad_ref, jax.ad.GradValue())(1.)
+    assert grad_ref[...].tolist() == [0., 2., 0., 1.]
+    _, f_vjp = jax.vjp(lambda W, x: W @ x, jnp.ones((2, 2)), jnp.ones(2))
+    bound = f_vjp.with_refs(jax.ad.GradValue(), jax.ad.DontWant())
+    assert isinstance(bound, jax.tree_util.Partial)  # like JAX's own
+    W_bar, x_bar = bound(jnp.ones(2))
+    assert W_bar.shape == (2, 2) and type(x_bar).__name__ == "DidntWant"
+    _, r_vjp = jax.vjp(lambda w: w[...] ** 2, jax.new_ref(2.))
+    assert type(r_vjp.with_refs(jax.ad.DontWant())(1.)[0]).__name__ == "DidntWant"
+
+
+@pytest.mark.parametrize("message,code", [
+    # JAX 0.11.2 / 0.12.0.1
+    ("grad cannot differentiate with respect to a Ref-typed argument, because the gradient "
+     "for a ref must itself be accumulated into a ref.", "REF016"),
+    ("jacrev cannot differentiate with respect to a Ref-typed argument, because ...", "REF016"),
+    ("the argument at position args[0] of the differentiated function f at x.py:3 is "
+     "Ref-typed, so its gradient must be accumulated into a ref, but no gradient ref was "
+     "provided.", "REF017"),
+    ("the gradient for the argument at position args[0] of the differentiated function f at "
+     "x.py:3, which is Ref-typed, can't be returned as a value.", "REF017"),
+    ("unexpected tree structure in the arguments to a VJP function's `with_refs` method.",
+     "REF017"),
+    ("sin got a Ref of type Ref{float32[2,2]} at position 0, but a Ref can't be passed where "
+     "an array is expected. Did you forget to read its value with `ref[...]`?", "REF007"),
+    ("jnp.asarray got a Ref of type Ref{float32[2]}, but a Ref can't be passed where an array "
+     "is expected. Did you forget to read its value with `ref[...]`?", "REF007"),
+    # JAX 0.10.2
+    ("Expected cotangent type Ref{float32[]} but got float32[]", "REF016"),
+    ("linearized function called on tangent values inconsistent with the original primal "
+     "values:\nGot tangent aval ~float32[] for primal aval Ref{float32[]} but expected "
+     "Ref{float32[]}.", "REF016"),
+])
+def test_translate_jax_011_012_messages(message, code):
+    err = errors.translate(ValueError(message))
+    assert err is not None and err.code == code
+
+
+def test_parse_version_four_parts():
+    from reflint.settings import parse_version
+    assert parse_version("0.12.0.1") == (0, 12, 0, 1) > parse_version("0.12") == (0, 12, 0)
+    with pytest.raises(ValueError):
+        parse_version("0.12.0.1.2")
+
+
+def test_optimization_barrier_over_refs_by_version(on):
+    """Valid from JAX 0.11 on (returns the same ref); JAX 0.10.2 fails with a bare
+    AssertionError, which reflint reports as REF007."""
+    r = jax.new_ref(jnp.ones(2))
+    if NEW_JAX:
+        y, r2 = jax.lax.optimization_barrier((jnp.zeros(2), r))
+        assert r2 is r
+    else:
+        with _raises(rt.RefUsedAsArray):
+            jax.lax.optimization_barrier((jnp.zeros(2), r))
+    assert float(jax.lax.optimization_barrier(jnp.ones(()))) == 1.

@@ -140,3 +140,34 @@ def test_cli_flag_changes_the_findings(tmp_path, reflint):
                   "--target-jax-version", "0.7.1", str(p))
     assert old.returncode == 1
     assert all("0.7.1" in d["message"] for d in json.loads(old.stdout))
+
+
+def test_default_target_is_the_newest_measured_version():
+    from reflint.settings import DEFAULT_TARGET_JAX_VERSION, SUPPORTED_JAX_VERSIONS
+
+    newest = ".".join(map(str, api.MEASURED_VERSIONS[-1]))
+    assert DEFAULT_TARGET_JAX_VERSION == newest == "0.12.0.1"
+    assert SUPPORTED_JAX_VERSIONS == tuple(".".join(map(str, v)) for v in api.MEASURED_VERSIONS)
+    assert Settings().target_jax_version == (0, 12, 0, 1)
+    assert all(len(s) == len(api.MEASURED_VERSIONS) for s in api.AVAILABILITY.values())
+    assert all(len(s) == len(api.MEASURED_VERSIONS) for s in api.KWARG_AVAILABILITY.values())
+
+
+PIN_AND_AD = """\
+    import jax
+
+    r = jax.new_ref(1.0, pin=True)
+    k = jax.ad.GradRef
+"""
+
+
+def test_jax_011_012_inventory():
+    """Measured on 0.11.2 / 0.12.0.1: new_ref(pin=) is new in 0.11; jax.ad.GradRef since 0.10."""
+    assert lint(PIN_AND_AD, "0.12.0.1", {"REF015"}) == []
+    assert lint(PIN_AND_AD, "0.11.2", {"REF015"}) == []
+    on_0102 = lint(PIN_AND_AD, "0.10.2", {"REF015"})
+    assert [d.line for d in on_0102] == [3]
+    assert "0.11.2 and later" in on_0102[0].message
+    assert [d.line for d in lint(PIN_AND_AD, "0.9.0", {"REF015"})] == [3, 4]
+    # between 0.11.2 and 0.12.0.1 the two measured points agree
+    assert api.kwarg_availability(api.NEW_REF, "pin", (0, 12, 0))[0] == api.YES

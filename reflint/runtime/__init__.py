@@ -34,6 +34,7 @@ from reflint.runtime.errors import (
     CustomVjpFwdForeignRef,
     DifferentiatedValueWrittenToRef,
     FreezeOutsideCreationScope,
+    GradWithRespectToRef,
     MappedWriteToClosedOverRef,
     RedundantDonation,
     UnavailableJaxApi,
@@ -46,6 +47,7 @@ from reflint.runtime.errors import (
     RematOfImpureFunction,
     TracedStateLeak,
     UseAfterFreeze,
+    VjpOfRefWithoutWithRefs,
     translate,
 )
 
@@ -70,10 +72,11 @@ NOT_ENFORCEABLE: dict[str, str] = {
 }
 
 #: Codes whose check is added by reflint (JAX does not raise, or raises an internal error).
-ADDED_BY_REFLINT: tuple[str, ...] = ("REF004", "REF005", "REF006", "REF007", "REF009", "REF010")
+ADDED_BY_REFLINT: tuple[str, ...] = ("REF004", "REF005", "REF006", "REF007", "REF009", "REF010",
+                                      "REF016")
 #: Codes that JAX already raises clearly; reflint re-raises them as the matching RefError.
 TRANSLATED_FROM_JAX: tuple[str, ...] = ("REF001", "REF002", "REF003", "REF005", "REF007",
-                                        "REF008", "REF011")
+                                        "REF008", "REF011", "REF016", "REF017")
 
 __all__ = [
     "API_NAMES", "ADDED_BY_REFLINT", "ERROR_CLASSES", "NOT_ENFORCEABLE", "REGISTRY",
@@ -83,5 +86,5 @@ __all__ = [
     "FreezeOutsideCreationScope", "MappedWriteToClosedOverRef", "RematOfImpureFunction",
     "RefUsedAsArray", "DifferentiatedValueWrittenToRef", "RefOfRef", "UseAfterFreeze",
     "CustomVjpFwdForeignRef", "TracedStateLeak", "ArrayItemAssignment", "RedundantDonation",
-    "UnavailableJaxApi",
+    "UnavailableJaxApi", "GradWithRespectToRef", "VjpOfRefWithoutWithRefs",
 ]

@@ -80,6 +80,9 @@ DynamicJaxprTrace = _resolve("DynamicJaxprTrace", [
     ("jax._src.interpreters.partial_eval.DynamicJaxprTrace", _attr(pe, "DynamicJaxprTrace"))])
 aval_method = _resolve("aval_method", [("jax._src.core.aval_method", _attr(core, "aval_method"))])
 shard_map_module = _mod("jax.experimental.shard_map")
+# The class of the function jax.vjp returns (with .with_refs; JAX 0.7.1 ... 0.12.0.1).
+VJP = _resolve("VJP", [("jax._src.api.VJP", _attr(_mod("jax._src.api"), "VJP"))])
+Partial = _resolve("Partial", [("jax.tree_util.Partial", lambda: jax.tree_util.Partial)])
 
 _trace_ctx = getattr(core, "trace_ctx", None) if core is not None else None
 

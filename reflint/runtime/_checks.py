@@ -25,17 +25,22 @@ import numpy as np
 from reflint import api as static_api
 from reflint.runtime import _api
 from reflint.runtime.errors import (
+    REF016_ADVICE,
     FreezeOutsideCreationScope,
+    GradWithRespectToRef,
     MappedWriteToClosedOverRef,
     RefError,
     RefOfRef,
     RefUsedAsArray,
     RematOfImpureFunction,
     UseAfterFreeze,
+    VjpOfRefWithoutWithRefs,
     translate,
 )
 
 _MISSING = object()
+# JAX before 0.11 (measured: docs/jax-versions.md): no Ref support in optimization_barrier.
+_OLD_JAX = tuple(int(p) for p in jax.__version__.split(".")[:2] if p.isdigit()) < (0, 11)
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__))
 
@@ -477,6 +482,188 @@ def _make_transform(orig: Callable[..., Any], kind: str | None, stack: str | Non
     return transform
 
 
+# --------------------------------------------------------------------------- REF016
+
+def _argnums(args: tuple, kwargs: dict) -> Any:
+    """The ``argnums`` a grad-family transform was given (positional after ``fun`` or keyword);
+    0 when absent, as in JAX."""
+    if "argnums" in kwargs:
+        return kwargs["argnums"]
+    return args[0] if args else 0
+
+
+def _ref_path(tree: Any) -> str | None:
+    """The pytree path of the first Ref leaf of ``tree`` ('' for a bare Ref), or None."""
+    if _api.is_ref(tree):
+        return ""
+    try:
+        leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    except Exception:  # noqa: BLE001 - an unflattenable argument: JAX will say so
+        return None
+    for path, leaf in leaves:
+        if _api.is_ref(leaf):
+            return jax.tree_util.keystr(path)
+    return None
+
+
+def _check_differentiated(name: str, fname: str, argnums: Any, args: tuple) -> None:
+    """REF016: a Ref among the arguments that ``name`` (grad, jacrev, ...) differentiates."""
+    nums = (argnums,) if isinstance(argnums, int) else argnums
+    try:
+        nums = tuple(nums)
+    except TypeError:  # not an int nor a sequence: JAX rejects it itself
+        return
+    for i in nums:
+        if not isinstance(i, int) or not -len(args) <= i < len(args):
+            continue  # out of range: JAX's own error
+        path = _ref_path(args[i])
+        if path is None:
+            continue
+        where = f"argument {i}" + (f" (at {path})" if path else "")
+        what = "it is a Ref" if not path else "it holds a Ref"
+        raise GradWithRespectToRef(
+            f"jax.{name}({fname}) differentiates {where} (argnums={argnums!r}), but {what}: the "
+            f"gradient of a Ref must itself be accumulated into a ref, so jax.{name} cannot "
+            "return it (JAX >= 0.11: \"grad cannot differentiate with respect to a Ref-typed "
+            "argument\"; JAX <= 0.10: \"Expected cotangent type Ref{...}\"). " + REF016_ADVICE)
+
+
+def _make_diff_transform(orig: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """Wrap a transform ``orig(fun, argnums=0, ...)`` whose result differentiates its
+    positional arguments ``argnums``: REF016 when one of them holds a Ref."""
+    def transform(fun: Any = None, /, *args: Any, **kwargs: Any) -> Any:
+        if fun is None:
+            return lambda f: transform(f, *args, **kwargs)
+        argnums = _argnums(args, kwargs)
+        inner = _translating(orig(fun, *args, **kwargs))
+        fname = _fname(fun)
+
+        @functools.wraps(inner)
+        def call(*a: Any, **k: Any) -> Any:
+            _check_differentiated(name, fname, argnums, a)
+            return inner(*a, **k)
+        return call
+    transform.__wrapped__ = orig  # type: ignore[attr-defined]
+    transform.__doc__ = orig.__doc__
+    return transform
+
+
+def _make_jvp(orig: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap ``jax.jvp(fun, primals, tangents)``: REF016 when a primal holds a Ref (JAX 0.10.2,
+    0.11.2 and 0.12.0.1 all fail with the internal "`get` must be called on `Ref` types",
+    which would otherwise read as REF010).  ``jax.linearize`` of a Ref fails only when the
+    linear function is applied; that error is translated (errors.py)."""
+    name = "jvp"
+
+    def call(fun: Any, *args: Any, **kwargs: Any) -> Any:
+        primals = args[0] if args else kwargs.get("primals")
+        if isinstance(primals, (tuple, list)):
+            for i, p in enumerate(primals):
+                path = _ref_path(p)
+                if path is not None:
+                    raise GradWithRespectToRef(
+                        f"jax.{name}({_fname(fun)}) differentiates primal {i}"
+                        + (f" (at {path})" if path else "") + ", which "
+                        + ("is" if not path else "holds") + " a Ref: forward-mode autodiff "
+                        "with respect to a Ref is not supported (JAX fails with an internal "
+                        "error such as \"`get` must be called on `Ref` types\"). Pass the value "
+                        "x_ref[...] as the primal, or close over the ref instead of passing it.")
+        return _translating(orig)(fun, *args, **kwargs)
+    functools.update_wrapper(call, orig)
+    return call
+
+
+# --------------------------------------------------------------------------- REF017
+
+# JAX <= 0.10 fails this way when a VJP of a Ref-typed primal is applied (directly or through
+# with_refs); JAX >= 0.11 only when no gradient ref is bound, with its own clear message.
+_COTANGENT_OF_REF = "Expected cotangent type Ref{"
+
+
+def _ref017_direct(e: Exception) -> RefError:
+    return VjpOfRefWithoutWithRefs(
+        "the VJP function returned by jax.vjp(f, ...) was applied directly, but a primal "
+        "argument of f is a Ref: its gradient must be accumulated into a gradient ref, bound "
+        "with `f_vjp.with_refs(g_ref)(ct)` (JAX >= 0.11; one entry per primal argument: a "
+        "Ref, jax.ad.GradValue() or jax.ad.DontWant()). "
+        f"JAX {jax.__version__} says: {str(e).strip()}")
+
+
+def _ref016_bound(e: Exception) -> RefError:
+    return GradWithRespectToRef(
+        f"a gradient ref was bound with with_refs(...) for a Ref-typed primal, but JAX "
+        f"{jax.__version__} cannot differentiate with respect to a Ref at all (with_refs "
+        "gradient refs for Ref-typed arguments need JAX >= 0.11). " + REF016_ADVICE +
+        f" JAX says: {str(e).strip()}")
+
+
+def _vjp_call_hook(orig: Callable[..., Any]) -> Callable[..., Any]:
+    """``VJP.__call__``: a VJP of a Ref-typed primal applied without with_refs is REF017."""
+    @functools.wraps(orig)
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return orig(self, *args, **kwargs)
+        except RefError:
+            raise
+        except Exception as e:  # noqa: BLE001 - translated or re-raised unchanged
+            if _COTANGENT_OF_REF in str(e):
+                raise _ref017_direct(e).with_traceback(e.__traceback__) from e
+            _reraise(e)
+    return __call__
+
+
+def _call_bound_vjp(bound: Any, has_ref: bool, args: tuple, kwargs: dict) -> Any:
+    try:
+        return bound(*args, **kwargs)
+    except RefError:
+        raise
+    except Exception as e:  # noqa: BLE001 - translated or re-raised unchanged
+        if _COTANGENT_OF_REF in str(e):  # JAX <= 0.10
+            err = _ref016_bound(e) if has_ref else _ref017_direct(e)
+            raise err.with_traceback(e.__traceback__) from e
+        _reraise(e)
+
+
+# What ``VJP.with_refs(...)`` returns under reflint: jax.tree_util.Partial(one of these, JAX's
+# bound function), so it stays a pytree like JAX's own (the function is its static part).
+def _bound_vjp_with_ref(bound: Any, *args: Any, **kwargs: Any) -> Any:
+    return _call_bound_vjp(bound, True, args, kwargs)
+
+
+def _bound_vjp_without_ref(bound: Any, *args: Any, **kwargs: Any) -> Any:
+    return _call_bound_vjp(bound, False, args, kwargs)
+
+
+def _vjp_with_refs_hook(orig: Callable[..., Any]) -> Callable[..., Any]:
+    """``VJP.with_refs``: entries that do not match the primals' pytree are REF017 (JAX <= 0.10
+    raises a bare ``Exception``); the bound function translates JAX's errors."""
+    @functools.wraps(orig)
+    def with_refs(self: Any, *maybe_ct_refs: Any) -> Any:
+        in_tree = getattr(self, "in_tree", None)
+        if maybe_ct_refs and in_tree is not None:
+            got = jax.tree_util.tree_structure(maybe_ct_refs)
+            if got != in_tree:
+                raise VjpOfRefWithoutWithRefs(
+                    f"with_refs got {len(maybe_ct_refs)} entr"
+                    f"{'y' if len(maybe_ct_refs) == 1 else 'ies'} shaped {got}, but the "
+                    f"primal arguments of the differentiated function are shaped {in_tree}: "
+                    "give one entry per primal argument, in the same pytree structure, each a "
+                    "Ref (accumulate its gradient there), jax.ad.GradValue() (return it as a "
+                    "value) or jax.ad.DontWant() (skip it); None is an empty pytree, not a "
+                    "placeholder.")
+        try:
+            bound = orig(self, *maybe_ct_refs)
+        except RefError:
+            raise
+        except Exception as e:  # noqa: BLE001 - translated or re-raised unchanged
+            _reraise(e)
+        if _api.Partial is None:
+            return bound
+        has_ref = any(_api.is_ref(x) for x in jax.tree_util.tree_leaves(maybe_ct_refs))
+        return _api.Partial(_bound_vjp_with_ref if has_ref else _bound_vjp_without_ref, bound)
+    return with_refs
+
+
 # --------------------------------------------------------------------------- install
 
 class _Patcher:
@@ -559,8 +746,20 @@ def install() -> None:
             p.set(jnp, "array", _guard_first(jnp.array, "jnp.array"))
         p.set(jax.lax, "stop_gradient", _guard_tree(jax.lax.stop_gradient,
                                                     "jax.lax.stop_gradient"))
+        if _OLD_JAX and "optimization_barrier" in jax.lax.__dict__:
+            # JAX <= 0.10: a bare AssertionError (internal error in jit); valid from 0.11 on.
+            p.set(jax.lax, "optimization_barrier", _guard_tree(
+                jax.lax.optimization_barrier,
+                f"jax.lax.optimization_barrier (which accepts refs only from JAX 0.11 on; "
+                f"this is {jax.__version__})"))
 
         _install_transforms(p)
+        vjp_cls = _api.VJP
+        if vjp_cls is not None and isinstance(vjp_cls, type):
+            if "__call__" in vjp_cls.__dict__:
+                p.set(vjp_cls, "__call__", _vjp_call_hook(vjp_cls.__dict__["__call__"]))
+            if "with_refs" in vjp_cls.__dict__:
+                p.set(vjp_cls, "with_refs", _vjp_with_refs_hook(vjp_cls.__dict__["with_refs"]))
 
 
 def _public_spellings(pred: Callable[[Any], bool]) -> Iterator[tuple[Any, str, Any]]:
@@ -593,8 +792,10 @@ def _install_transforms(p: _Patcher) -> None:
             elif a.runtime == "remat":
                 wrapped[id(orig)] = _make_transform(orig, a.name, "remats")
             elif a.runtime == "grad":
-                wrapped[id(orig)] = _make_transform(orig, None, None)
-            else:  # "call": jvp/vjp/linearize call their function now
+                wrapped[id(orig)] = _make_diff_transform(orig, a.name)
+            elif a.runtime == "jvp":
+                wrapped[id(orig)] = _make_jvp(orig)
+            else:  # "call": vjp/linearize call their function now
                 wrapped[id(orig)] = _translating(orig)
         p.set(mod, name, wrapped[id(orig)])
 

@@ -27,6 +27,9 @@ __all__ = [
     "TracedStateLeak",
     "ArrayItemAssignment",
     "RedundantDonation",
+    "UnavailableJaxApi",
+    "GradWithRespectToRef",
+    "VjpOfRefWithoutWithRefs",
     "ERROR_CLASSES",
     "translate",
 ]
@@ -81,18 +84,52 @@ RedundantDonation = _make(
     "REF014", "RedundantDonation", "donate_argnums covers a ref argument (refs are always donated).")
 UnavailableJaxApi = _make(
     "REF015", "UnavailableJaxApi", "A Ref API name that the target JAX version does not have.")
+GradWithRespectToRef = _make(
+    "REF016", "GradWithRespectToRef",
+    "jax.grad (or value_and_grad/jacrev/jacfwd/hessian, or jax.vjp on JAX <= 0.10) was asked "
+    "to differentiate with respect to a Ref.")
+VjpOfRefWithoutWithRefs = _make(
+    "REF017", "VjpOfRefWithoutWithRefs",
+    "The VJP function of a Ref-typed argument was applied without binding a gradient ref "
+    "with .with_refs(...), or with_refs got entries that do not match the primal arguments.")
 
 ERROR_CLASSES: dict[str, type[RefError]] = {
     c.code: c for c in (
         RefReturned, RefPassedTwice, RefClosedOverAndPassed, FreezeOutsideCreationScope,
         MappedWriteToClosedOverRef, RematOfImpureFunction, RefUsedAsArray,
         DifferentiatedValueWrittenToRef, RefOfRef, UseAfterFreeze, CustomVjpFwdForeignRef,
-        TracedStateLeak, ArrayItemAssignment, RedundantDonation, UnavailableJaxApi)
+        TracedStateLeak, ArrayItemAssignment, RedundantDonation, UnavailableJaxApi,
+        GradWithRespectToRef, VjpOfRefWithoutWithRefs)
 }
 
+#: The way out of REF016, shared by the translated JAX errors and reflint's own check.
+REF016_ADVICE = (
+    "Differentiate the value instead: jax.grad(f)(w_ref[...]) with f taking an Array (then "
+    "write the update back with w_ref[...] -= lr * g); or, on JAX >= 0.11, use "
+    "`y, f_vjp = jax.vjp(f, w_ref)` and bind a gradient ref: "
+    "`f_vjp.with_refs(g_ref)(ct)` accumulates the gradient into g_ref. Refs at positions "
+    "that are not differentiated (outside argnums) are fine.")
+
 # (code, compiled pattern, advice) — the first match wins, so specific patterns come first.
-# Texts are JAX's own (runtime-truth-messages.md), 0.7.1 … 0.10.2.
+# Texts are JAX's own (runtime-truth-messages.md for 0.7.1 … 0.10.2; docs/jax-versions.md for
+# 0.11.2 and 0.12.0.1).
 _RULES: list[tuple[str, re.Pattern[str], str]] = [
+    ("REF017", re.compile(r"is Ref-typed, so its gradient must be accumulated into a ref"
+                          r"|which is Ref-typed, can't be returned as a value"
+                          r"|unexpected tree structure in the arguments to a VJP function's "
+                          r"`with_refs` method"),
+     "Bind a gradient ref for every Ref-typed primal before applying the VJP function: "
+     "`f_vjp.with_refs(g_ref)(ct)` (one entry per primal argument of the differentiated "
+     "function, each a Ref, jax.ad.GradValue() or jax.ad.DontWant()); the gradient is added "
+     "into g_ref."),
+    # 0.11+: JAX's own clear message ("grad cannot ...", "jacrev cannot ..."); 0.7.1 ... 0.10.2:
+    # the cotangent-type error that jax.grad and a VJP of a Ref-typed argument fail with.
+    ("REF016", re.compile(r"\b\w+ cannot differentiate with respect to a Ref-typed argument"
+                          r"|Expected cotangent type Ref\{"
+                          # jax.linearize(f, x_ref) then applying the linear function
+                          r"|Got tangent aval \S+ for primal aval Ref\{"),
+     "Differentiating with respect to a Ref is not supported: the gradient of a ref must "
+     "itself be accumulated into a ref. " + REF016_ADVICE),
     ("REF011", re.compile(r"custom_vjp fwd function .* returned a mutable array reference", re.S),
      "A custom_vjp fwd rule may return (as residuals) only refs that are its own arguments."),
     ("REF001", re.compile(r"returned a mutable array reference|Cannot return `?Refs?`?s? from", re.S),
@@ -130,6 +167,9 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
         r"|argument must be .*not '(?:Array)?Ref'"
         r"|must be real number, not (?:Array)?Ref\b"
         r"|requires ndarray or scalar arguments, got <class '[\w.]*(?:Tracer|Ref)'>"
+        # JAX >= 0.11: "sin got a Ref of type Ref{float32[2]} at position 0, but a Ref can't
+        # be passed where an array is expected. Did you forget to read its value ...?"
+        r"|got a Ref of type .*a Ref can't be passed where an array is expected"
         r"|__array__\(\) was called on traced array with shape Ref\{"
         # jax.random.* given a ref holding key data
         r"|unexpected PRNG key type <class '[\w.]*Ref'>", re.S),
@@ -143,6 +183,11 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("REF012", re.compile(r"Encountered an unexpected tracer.*Ref\{", re.S),
      "A ref created inside a trace (jit, scan, ...) escaped it; keep traced refs inside the "
      "function that created them."),
+    # Flax NNX (TraceContextError): an attribute of a closed-over Module/Pytree set in a trace.
+    ("REF012", re.compile(r"Cannot mutate '[^']*' from different trace level"),
+     "An NNX object created outside the trace cannot be changed inside it: pass it as an "
+     "argument of an NNX transform (nnx.jit, nnx.vmap ...), or keep the value in a Variable "
+     "holding a ref and write it with obj.attr[...] = value."),
 ]
 
 
