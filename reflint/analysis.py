@@ -1482,6 +1482,12 @@ class ModuleAnalysis:
                     return SpecialVal("ref_at", base)
                 return None
             value = self._attribute_value(base, attr)
+            if value is None and attr in api.INHERITED_WRAPPERS and \
+                    type(node.value) is cst.Name and node.value.value in ("self", "cls") and \
+                    not self._func.is_module:
+                # `self.pallas_call(...)` inherited from an imported test base class (in a
+                # method, or a function nested in one).
+                return QN(api.INHERITED_WRAPPERS[attr])
             if isinstance(value, RefVal) and isinstance(node.value, cst.Name) and \
                     node.value.value not in state.env:
                 # `self.buf` read through a closed-over `self`: a closed-over ref.
@@ -1965,7 +1971,9 @@ class ModuleAnalysis:
 
     def _forwarding(self, info: FunctionInfo) -> Optional[QN]:
         node = info.node
-        if type(node) is not cst.FunctionDef or node.decorators:
+        if type(node) is not cst.FunctionDef or not all(
+                type(d.decorator) is cst.Name and d.decorator.value in _METHOD_KINDS
+                for d in node.decorators):
             return None
         vararg = next((p.name for p in info.params if p.kind == "vararg"), None)
         others = [p for p in info.params if p.kind not in ("vararg", "kwarg")]
@@ -1974,10 +1982,14 @@ class ModuleAnalysis:
         stmts = [st for st in getattr(node.body, "body", ())]
         if stmts and _is_docstring(stmts[0]):
             stmts = stmts[1:]
-        if len(stmts) != 1 or type(stmts[0]) is not cst.SimpleStatementLine or \
-                len(stmts[0].body) != 1 or type(stmts[0].body[0]) is not cst.Return:
+        # The last statement returns the API's call on `*args`; statements before it may
+        # adjust keyword arguments (JAX's ops_test sets `kwargs["compiler_params"]`), but not
+        # rebind the positional ones.
+        if not stmts or type(stmts[-1]) is not cst.SimpleStatementLine or \
+                len(stmts[-1].body) != 1 or type(stmts[-1].body[0]) is not cst.Return or \
+                any(_binds_name(st, vararg) for st in stmts[:-1]):
             return None
-        call = stmts[0].body[0].value
+        call = stmts[-1].body[0].value
         if type(call) is not cst.Call:
             return None
         pos = [a for a in call.args if a.keyword is None and a.star != "**"]
@@ -2000,6 +2012,10 @@ class ModuleAnalysis:
         if callee.refs:
             bound = {p.name for p in info.params[:len(kernel.bound_args)]} | \
                 set(kernel.bound_kwargs)
+            # A parameter with a literal default (`scale=1.0`) is configuration the caller
+            # leaves alone (a with_scoped body's), never a ref.
+            bound |= {p.name for p in info.params if p.node.default is not None and
+                      type(p.node.default) in _LITERALS}
             free = [p for p in info.params
                     if p.kind in ("pos", "posonly", "vararg") and p.name not in bound]
             bound |= {p.name for p in free[:callee.leading]}
@@ -2428,6 +2444,28 @@ def _element_of(value: Optional[Value]) -> Optional[Value]:
             out.unique = False
         return out
     return None
+
+
+_METHOD_KINDS = frozenset({"classmethod", "staticmethod"})
+_LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+             cst.UnaryOperation)
+
+
+def _binds_name(stmt, name: str) -> bool:
+    """``stmt`` (or a statement nested in it, not in a nested scope) binds ``name``."""
+    for n in walk_nodes([stmt], into=_in_own_scope):
+        t = type(n)
+        if t is cst.AssignTarget:
+            target = n.target
+        elif t in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr):
+            target = n.target
+        elif t is cst.AsName:
+            target = n.name
+        else:
+            continue
+        if name in _target_names(target):
+            return True
+    return False
 
 
 def _is_docstring(stmt) -> bool:

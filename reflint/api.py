@@ -523,6 +523,19 @@ APIS: tuple = (
         callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True, leading=1,
                         carry_if=("init_carry", "compute_context")),), factory="kwargs",
         word="a Pallas pipeline body", ref_source=True),
+    # TPU, JAX 0.12: returns (pipeline, async_prefetch); the body receives the block refs.
+    Api("emit_pipeline_with_async_prefetch",
+        ("jax.experimental.pallas.tpu.emit_pipeline_with_async_prefetch",
+         "jax._src.pallas.mosaic.prefetch.emit_pipeline_with_async_prefetch"),
+        Family.KERNEL, callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True),),
+        word="a Pallas pipeline body", ref_source=True),
+    # `@pl.with_scoped(*types, **kw_types) def f(*outer_refs, *scoped_refs)`: the decorated
+    # function runs under run_scoped; its arguments and allocations are refs
+    # (jax/_src/pallas/helpers.py).
+    Api("with_scoped", ("jax.experimental.pallas.with_scoped",
+                        "jax._src.pallas.helpers.with_scoped"),
+        Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, refs=True),),
+        factory="always", word="a Pallas with_scoped body", ref_source=True),
     Api("core_map", ("jax.experimental.pallas.core_map", "jax._src.pallas.core.core_map"),
         Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, returns_none=True),),
         factory="always", word="a Pallas core_map body", call_word="core_map",
@@ -740,6 +753,11 @@ ARRAY_FUNCTION_EXEMPT = frozenset({
     # `acc_ref[...] = jnp.zeros_like(acc_ref)`).
     "zeros_like", "ones_like", "full_like", "empty_like",
 })
+# Methods that JAX's own test base classes define as thin wrappers of an API
+# (jax/_src/pallas/pallas_test_util.py: `self.pallas_call(kernel, ...)` forwards to
+# `pl.pallas_call` with `interpret=...`). A call of such a method on `self`/`cls` of a class
+# that inherits it from an imported base stands for the API (the analysis cannot see the base).
+INHERITED_WRAPPERS = {"pallas_call": "jax.experimental.pallas.pallas_call"}
 # Ahead-of-time methods of a jit-wrapped function: `jax.jit(f).trace(*args)` traces `f` once,
 # explicitly, at that point; `f` itself is never called through the wrapper (REF012).
 AOT_METHODS = frozenset({"trace", "lower", "eval_shape"})

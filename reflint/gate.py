@@ -66,6 +66,7 @@ _CALLING_APIS = api.CALLING_APIS
 # a transformed function or a kernel launcher, or runs the body).
 _DECORATOR_APIS = api.DECORATOR_APIS
 _CONTAINER_CALLS = frozenset(q.rsplit(".", 1)[1] for q in api.CONTAINER_CONSTRUCTORS)
+_WRAPPER_RECEIVERS = frozenset({"self", "cls"})  # of api.INHERITED_WRAPPERS
 _PASS_THROUGH_CALLS = frozenset({"tuple", "list"})  # builtins returning their argument's items
 # API calls whose result holds their argument's items, by the attribute they are called as
 # (`lax.stop_gradient(tree)`): the registry's, matched conservatively on the last name.
@@ -573,7 +574,8 @@ class _Walker:
         if type(inner) is ast.Name:
             if flows:
                 self.flow_refs.add(inner.id)
-            if inner.id in self.roots:
+            if inner.id in self.roots or inner.id in _WRAPPER_RECEIVERS and \
+                    len(parts) == 1 and parts[0] in api.INHERITED_WRAPPERS:
                 parts.append(inner.id)
                 dotted = ".".join(reversed(parts))
                 self._note_chain(dotted, ctx,
@@ -817,6 +819,8 @@ def _resolve_chain(w: _Walker, dotted: str, scope: _Scope) -> list:
     """The qualified names ``dotted`` may stand for where it is read: its root must be bound
     by an import in the scope a read there sees (not shadowed by a local variable)."""
     root, _, rest = dotted.partition(".")
+    if root in _WRAPPER_RECEIVERS and rest in api.INHERITED_WRAPPERS:
+        return [api.INHERITED_WRAPPERS[rest]]  # `self.pallas_call`, as the analysis reads it
     if not any(root in s.imports for s in _lookups(scope, root)):
         return []
     return [f"{q}.{rest}" if rest else q for q in w.imports.get(root, ())]

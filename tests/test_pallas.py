@@ -128,6 +128,54 @@ def test_a_local_function_bound_on_two_paths_is_either():
     assert codes(src) == [(8, "REF007"), (10, "REF007")]
 
 
+WRAPPERS = (
+    "import functools\nimport jax\nimport jax.numpy as jnp\n"
+    "from jax.experimental import pallas as pl\n"
+    "from jax._src.pallas import pallas_test_util as ptu\n\n"
+    "class Inherited(ptu.PallasTPUTest):\n"
+    "    def test_a(self):\n"
+    "        def kernel(x_ref, o_ref):\n"
+    "            o_ref[...] = x_ref + 1.0\n"  # 10
+    "        @jax.jit\n"
+    "        def f(x):\n"
+    "            return self.pallas_call(kernel, out_shape=x)(x)\n"
+    "        return f\n\n"
+    "class Forwarding:\n"
+    "    INTERPRET = True\n"
+    "    @classmethod\n"
+    "    def pallas_call(cls, *args, **kwargs):\n"
+    "        if cls.INTERPRET:\n"
+    "            kwargs['compiler_params'] = None\n"
+    "        return pl.pallas_call(*args, interpret=cls.INTERPRET, **kwargs)\n"
+    "    def test_b(self, x):\n"
+    "        def kernel(x_ref, o_ref):\n"
+    "            o_ref[...] = jnp.sin(x_ref)\n"  # 25
+    "        return self.pallas_call(kernel, out_shape=x)(x)\n\n"
+    "class Reordering:\n"
+    "    def pallas_call(self, *args):\n"
+    "        args = args[1:]\n"
+    "        return pl.pallas_call(*args)\n"
+    "    def test_c(self, x):\n"
+    "        def f(x_ref, o_ref):\n"
+    "            o_ref[...] = x_ref + 1\n"  # 34: not a kernel (args are shifted)
+    "        return self.pallas_call(f, 3)\n\n"
+    "def kernel(y_ref):\n"
+    "    @pl.with_scoped(None, w_ref=None)\n"
+    "    def body(y_ref, x_ref, w_ref, scale=1.0):\n"
+    "        x_ref[...] = jnp.ones_like(x_ref) * scale\n"  # 40: scale is not a ref
+    "        y_ref[...] = jnp.exp(w_ref) * scale\n"  # 41
+    "    body(y_ref)\n")
+
+
+def test_inherited_and_forwarding_pallas_call_wrappers_and_with_scoped():
+    """JAX's Pallas tests launch kernels with `self.pallas_call` (inherited from
+    pallas_test_util, or a classmethod that adjusts keyword arguments); `pl.with_scoped` bodies
+    take refs, but not their keyword defaults."""
+    assert codes(WRAPPERS) == [(10, "REF007"), (25, "REF007"), (41, "REF007")]
+    off = lint_source(WRAPPERS, "k.py", ALL, use_prefilter=False).diagnostics
+    assert sorted((d.line, d.code) for d in off) == codes(WRAPPERS)
+
+
 # --------------------------------------------------------------------------------------------
 # REF018 / REF019
 # --------------------------------------------------------------------------------------------
