@@ -248,6 +248,12 @@ def is_interesting(value: Optional[Value]) -> bool:
     return False
 
 
+# How many functions a value may be one of before it is unknown: a test helper that launches
+# each of a dozen kernels (`def run(kernel): return self.pallas_call(kernel, ...)`) needs more
+# than a handful; the cost is one analysis of each function per call.
+MAX_ALTERNATIVES = 32
+
+
 def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
     """Merge two possible values of one name (after branches). Unknown wins; refs stay refs."""
     if a is b:
@@ -280,7 +286,7 @@ def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
         for f in (b.alts if isinstance(b, FuncAlts) else (b,)):
             if not any(g.info is f.info and g.transforms == f.transforms for g in alts):
                 alts.append(f)
-        return FuncAlts(tuple(alts)) if len(alts) <= 8 else None
+        return FuncAlts(tuple(alts)) if len(alts) <= MAX_ALTERNATIVES else None
     if isinstance(a, RefSeqVal) and isinstance(b, RefSeqVal) and a.base.key == b.base.key \
             and a.offset == b.offset and a.exact == b.exact:
         return a
