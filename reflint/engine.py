@@ -756,7 +756,10 @@ def apply_edits(source: str, fixes: list) -> tuple[str, list]:
     chosen = []
     last_end = -1
     for start, end, edits, fix in spans:
-        if start < last_end or (start == last_end and chosen and start == chosen[-1][0]):
+        if chosen and start <= last_end:
+            # Overlapping or touching: an insertion at the end of a replaced span may belong
+            # to a node inside it (`-x_ref` rewritten, `[...]` added after `x_ref`). The
+            # next pass of fix_source applies it to the new text if it still applies.
             continue
         chosen.append((start, end, edits, fix))
         last_end = end

@@ -152,9 +152,14 @@ def _artifact(path: str) -> dict:
     abspath = os.path.abspath(path)
     cwd = os.getcwd()
     rel = os.path.relpath(abspath, cwd) if not path.startswith("<") and path != "-" else path
+    # quote() of the file system's bytes: a name that is not valid UTF-8 is percent-encoded
+    # byte by byte instead of failing.
     if not rel.startswith(".."):
-        return {"uri": quote(rel.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
-    return {"uri": pathlib.Path(abspath).as_uri()}
+        return {"uri": quote(os.fsencode(rel.replace(os.sep, "/"))), "uriBaseId": "%SRCROOT%"}
+    try:
+        return {"uri": pathlib.Path(abspath).as_uri()}
+    except (ValueError, UnicodeError):
+        return {"uri": "file://" + quote(os.fsencode(abspath))}
 
 
 def _region(line: int, column: int, end_line: int = 0, end_column: int = 0) -> dict:
