@@ -334,6 +334,10 @@ def _libcst_may_parse(error: BaseException, source: str) -> bool:
 
 def _rejected(source: str, path: str, error: BaseException) -> Diagnostic:
     """REF900 for source that CPython rejects and libcst is not asked about."""
+    if "null bytes" in str(error):
+        line = source[:source.find("\0")].count("\n") + 1 if "\0" in source else 1
+        return parse_error(path, f"cannot parse file: it contains NUL bytes (first on line "
+                                 f"{line})", line)
     if isinstance(error, SyntaxError) and error.lineno:
         return parse_error(path, f"syntax error: {error.msg}{_newer_syntax_hint(error)}",
                            error.lineno, error.offset or 1)
@@ -457,6 +461,9 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
         if settings.enabled(PARSE_ERROR):
             diags.append(parse_error(path, f"cannot parse file: {type(e).__name__}: {e}"))
         return FileResult(path, diags, source)
+    if "\f" in source and tree is not None and module.code != source:
+        # libcst drops form feeds in indentation: its positions would be off on those lines.
+        return _lint_on_fast_tree(source, tree, path, settings, verdict, fast)
     diags = check_module(module, path, settings, source, verdict if use_prefilter else None)
     return FileResult(path, apply_noqa(diags, source, settings, path), source)
 

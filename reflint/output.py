@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 from .diagnostics import SAFE
@@ -21,6 +22,7 @@ def _c(text: str, code: str, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
 
+_LINES = re.compile(r"\r\n|\r|\n")
 # Code frames show at most this many characters of a line, around the reported column.
 FRAME_WIDTH = 160
 
@@ -51,7 +53,8 @@ def format_text(diags, sources: dict, color: bool = False, unsafe_fixes: bool = 
         if src is not None:
             lines = lines_of.get(d.path)
             if lines is None:
-                lines = lines_of[d.path] = src.splitlines()
+                # Lines as Python counts them (str.splitlines also splits at form feeds).
+                lines = lines_of[d.path] = _LINES.split(src)
             if 0 < d.line <= len(lines):
                 text = lines[d.line - 1]
                 width = (d.end_column - d.column) if d.end_line == d.line else \
