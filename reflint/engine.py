@@ -26,6 +26,7 @@ cst = lazy("libcst")
 fasttree = lazy("reflint.fasttree")
 _analysis = lazy("reflint.analysis")
 gate = lazy("reflint.gate")
+_positions = lazy("reflint.positions")
 
 PARSE_ERROR = "REF900"
 UNKNOWN_NOQA = "REF901"
@@ -464,7 +465,10 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
     if "\f" in source and tree is not None and module.code != source:
         # libcst drops form feeds in indentation: its positions would be off on those lines.
         return _lint_on_fast_tree(source, tree, path, settings, verdict, fast)
-    diags = check_module(module, path, settings, source, verdict if use_prefilter else None)
+    # Positions for the reported nodes only (reflint.positions), not the whole module's.
+    lazy_positions = _positions.LazyPositions(module, source, tree) if tree is not None else None
+    diags = check_module(module, path, settings, source, verdict if use_prefilter else None,
+                         positions=lazy_positions)
     return FileResult(path, apply_noqa(diags, source, settings, path), source)
 
 
@@ -496,7 +500,8 @@ def _clean_on_fast_tree(source: str, tree: ast.Module, path: str, settings: Sett
     when a rule reported, the tree itself (``"module"``)."""
     try:
         module = fasttree.convert(source, tree, record)
-        found = check_module(module, path, settings, source, verdict, first_only=True)
+        found = check_module(module, path, settings, source, verdict, first_only=True,
+                             positions=(record or {}).get("positions") or _NO_POSITIONS)
         if found and record is not None:
             record["module"] = module
         return not found
@@ -504,6 +509,17 @@ def _clean_on_fast_tree(source: str, tree: ast.Module, path: str, settings: Sett
         if record is not None:
             record.clear()
         return False
+
+
+class _NoPositions:
+    """No positions (a check that only asks whether there is a finding needs none)."""
+
+    @staticmethod
+    def get(node):
+        return None
+
+
+_NO_POSITIONS = _NoPositions()
 
 
 def gate_verdict(source: str, settings: Settings,
