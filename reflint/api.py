@@ -740,6 +740,9 @@ ARRAY_FUNCTION_EXEMPT = frozenset({
     # `acc_ref[...] = jnp.zeros_like(acc_ref)`).
     "zeros_like", "ones_like", "full_like", "empty_like",
 })
+# Ahead-of-time methods of a jit-wrapped function: `jax.jit(f).trace(*args)` traces `f` once,
+# explicitly, at that point; `f` itself is never called through the wrapper (REF012).
+AOT_METHODS = frozenset({"trace", "lower", "eval_shape"})
 # Methods that store their argument(s) into a Python container (REF012).
 STORE_METHODS = frozenset({"append", "extend", "insert", "update", "add", "appendleft",
                            "extendleft"})

@@ -67,6 +67,9 @@ _CALLING_APIS = api.CALLING_APIS
 _DECORATOR_APIS = api.DECORATOR_APIS
 _CONTAINER_CALLS = frozenset(q.rsplit(".", 1)[1] for q in api.CONTAINER_CONSTRUCTORS)
 _PASS_THROUGH_CALLS = frozenset({"tuple", "list"})  # builtins returning their argument's items
+# API calls whose result holds their argument's items, by the attribute they are called as
+# (`lax.stop_gradient(tree)`): the registry's, matched conservatively on the last name.
+_PASS_THROUGH_ATTRS = frozenset({api.STOP_GRADIENT})
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
 _BUILTINS = frozenset(dir(builtins))
 
@@ -633,7 +636,7 @@ class _Walker:
             for e in self.exprs:  # `partial(f, x)`, `jit(f)`: what they wrap
                 e.wraps.append((chain, args))
         if ft is ast.Name and f.id in _PASS_THROUGH_CALLS or \
-                ft is ast.Attribute and f.attr == "stop_gradient":
+                ft is ast.Attribute and f.attr in _PASS_THROUGH_ATTRS:
             for e in self.exprs:  # the result holds the argument's items
                 for a in args:
                     _merge(e, a)

@@ -5,7 +5,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal, ClassVal, InstanceVal, QN, RefVal, iter_refs
 
-from ._common import nnx_words, role_word
+from ._common import nnx_words, parents_of, role_word
 
 cst = lazy("libcst")
 _analysis = lazy("reflint.analysis")
@@ -91,7 +91,10 @@ class TracedStateLeak(Rule):
     objects created inside the traced function, of parameters, and of Refs is not reported.
     A container that the function also tests with `in` or reads with `.get` is taken for a
     trace-time memo cache and not reported. Other trace-time bookkeeping done on purpose
-    (counting traces in a test) is reported: suppress it with `# noqa: REF012`. Rebinding a `global`/`nonlocal` name is not reported.
+    (counting traces in a test) is reported: suppress it with `# noqa: REF012`. A function
+    traced only ahead of time, by `jax.jit(f).trace(...)` or `.lower(...)`, is traced once on
+    purpose and never called through the wrapper: state it collects is not reported.
+    Rebinding a `global`/`nonlocal` name is not reported.
     Under `grad`, `checkpoint` or `custom_vjp` alone the function is traced on every call, so
     nothing is reported there.
 
@@ -249,7 +252,27 @@ def _leak_kind(analysis, func):
     if func is None or func.is_module or not analysis.is_traced(func):
         return None
     kinds = analysis.trace_kinds(func)
-    return next((k for k in LEAK_KINDS if k in kinds), None)
+    kind = next((k for k in LEAK_KINDS if k in kinds), None)
+    if kind is not None and _traced_ahead_of_time_only(analysis, func, kinds):
+        return None
+    return kind
+
+
+def _traced_ahead_of_time_only(analysis, func, kinds) -> bool:
+    """``func`` is traced (once per trace) only by its own `jax.jit(func).trace(...)` /
+    `.lower(...)` calls: it is traced once, on purpose, and never called through the wrapper,
+    so state it collects is the trace's result (JAX's own ad_checkpoint.py does this)."""
+    roles = [r for r in func.roles.values() if r.kind in LEAK_KINDS]
+    if not roles or not {k for k in kinds if k in LEAK_KINDS} <= {r.kind for r in roles}:
+        return False
+    parents = parents_of(analysis)
+    for role in roles:
+        attr = parents.get(id(role.node))
+        call = parents.get(id(attr))
+        if not (isinstance(attr, cst.Attribute) and attr.attr.value in api.AOT_METHODS
+                and isinstance(call, cst.Call) and call.func is attr):
+            return False
+    return True
 
 
 def _same_trace(analysis, scope, func) -> bool:
