@@ -502,9 +502,13 @@ class ModuleAnalysis:
                         dst |= src
                         changed = True
             self._scopes = scopes
-        by_id = {id(f): f for f in self.functions.values()}
-        by_id[id(self.module_info)] = self.module_info
-        return tuple(by_id[i] for i in sorted(self._scopes.get(id(info), ())) if i in by_id)
+        by_id = {id(self.module_info): self.module_info}
+        by_id.update((id(f), f) for f in self.functions.values())
+        # In the order the functions were found (ids are addresses: sorting by them made the
+        # reported scope vary from run to run; found by the fuzz campaign).
+        order = {i: k for k, i in enumerate(by_id)}
+        return tuple(by_id[i] for i in sorted(self._scopes.get(id(info), ()),
+                                              key=lambda i: order.get(i, -1)) if i in by_id)
 
     def trace_extent(self, info: FunctionInfo) -> frozenset:
         """ids of the functions that run inside ``info``'s trace: ``info`` and every local
