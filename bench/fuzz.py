@@ -18,48 +18,11 @@ import collections
 import os
 import random
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 import fuzz_programs  # noqa: E402
-
-
-def cli_agreement(sources: list) -> list:
-    """--jobs 1, --jobs 2, cold cache and warm cache give the same results on ``sources``."""
-    from reflint import cli
-    from reflint.cache import Cache
-    from reflint.settings import Settings
-
-    with tempfile.TemporaryDirectory() as d:
-        files = []
-        for i, src in enumerate(sources):
-            p = os.path.join(d, f"gen_{i:03}.py")
-            with open(p, "w", encoding="utf-8") as fh:
-                fh.write(src)
-            files.append(p)
-        settings = Settings()
-
-        def digest(results):
-            return [(r.path, [(x, x.message) for x in r.diagnostics]) for r in results]
-
-        one = digest(cli.check_paths(files, settings, 1))
-        old = cli.PARALLEL_MIN_CHARS
-        cli.PARALLEL_MIN_CHARS = 0  # force the worker pool
-        try:
-            two = digest(cli.check_paths(files, settings, 2))
-        finally:
-            cli.PARALLEL_MIN_CHARS = old
-        cache = Cache(os.path.join(d, ".cache"))
-        cold = digest(cli.check_paths(files, settings, 1, cache=cache))
-        warm = digest(cli.check_paths(files, settings, 1, cache=Cache(cache.directory)))
-    out = []
-    if one != two:
-        out.append("--jobs 1 and --jobs 2 differ")
-    if one != cold or one != warm:
-        out.append("cached and uncached results differ")
-    return out
 
 
 def main(argv=None) -> int:
@@ -99,7 +62,7 @@ def main(argv=None) -> int:
         batch.append(src)
         if len(batch) == args.batch:
             if done % (args.batch * 25) == 0:  # every 1000 programs with the defaults
-                for p in cli_agreement(batch):
+                for p in fuzz_programs.cli_agreement(batch):
                     failures.append(("<batch>", [p]))
                     print(f"FAIL batch ending at {done}: {p}", flush=True)
             batch = []

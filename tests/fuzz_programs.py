@@ -11,7 +11,9 @@ expressions, parentheses). The programs are valid Python by construction (checke
 
 from __future__ import annotations
 
+import os
 import random
+import tempfile
 import textwrap
 
 NAMES = ["x_ref", "y_ref", "a", "b", "c", "acc", "self.buf", "o_ref"]
@@ -209,3 +211,39 @@ def check_properties(source: str, path: str = "gen.py") -> list:
                 failures.append(f"fixable findings left after --fix: "
                                 f"{[(d.code, d.line) for d in left]}")
     return failures
+
+
+def cli_agreement(sources: list) -> list:
+    """--jobs 1, --jobs 2, cold cache and warm cache give the same results on ``sources``."""
+    from reflint import cli
+    from reflint.cache import Cache
+    from reflint.settings import Settings
+
+    with tempfile.TemporaryDirectory() as d:
+        files = []
+        for i, src in enumerate(sources):
+            p = os.path.join(d, f"gen_{i:03}.py")
+            with open(p, "w", encoding="utf-8") as fh:
+                fh.write(src)
+            files.append(p)
+        settings = Settings()
+
+        def digest(results):
+            return [(r.path, [(x, x.message) for x in r.diagnostics]) for r in results]
+
+        one = digest(cli.check_paths(files, settings, 1))
+        old = cli.PARALLEL_MIN_CHARS
+        cli.PARALLEL_MIN_CHARS = 0  # force the worker pool
+        try:
+            two = digest(cli.check_paths(files, settings, 2))
+        finally:
+            cli.PARALLEL_MIN_CHARS = old
+        cache = Cache(os.path.join(d, ".cache"))
+        cold = digest(cli.check_paths(files, settings, 1, cache=cache))
+        warm = digest(cli.check_paths(files, settings, 1, cache=Cache(cache.directory)))
+    out = []
+    if one != two:
+        out.append("--jobs 1 and --jobs 2 differ")
+    if one != cold or one != warm:
+        out.append("cached and uncached results differ")
+    return out
