@@ -18,7 +18,7 @@ import sys
 import threading
 import tokenize
 
-DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024  # bytes; `max-file-size`, `--max-file-size`
+DEFAULT_MAX_FILE_SIZE = 2_000_000  # bytes; `max-file-size`, `--max-file-size`
 
 # Sources shorter than this cannot nest deeper than the default limits allow: run inline.
 DEEP_SOURCE_CHARS = 4_000

@@ -51,7 +51,7 @@ class Settings:
     root: str = ""
     config_file: Optional[str] = None
     # Files larger than this many bytes are reported (REF904) and not read.
-    max_file_size: int = 2 * 1024 * 1024
+    max_file_size: int = 2_000_000
 
     def enabled(self, code: str) -> bool:
         return code in self.select
