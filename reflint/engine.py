@@ -378,7 +378,8 @@ def _syntax_error(path: str, source: str, e: "cst.ParserSyntaxError") -> Diagnos
         compile(source, path, "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
     except SyntaxError as se:
         if se.lineno:
-            return parse_error(path, f"syntax error: {se.msg}", se.lineno, se.offset or 1)
+            return parse_error(path, f"syntax error: {se.msg}{_newer_syntax_hint(se)}",
+                               se.lineno, se.offset or 1)
     except (ValueError, RecursionError, MemoryError):
         pass
     return parse_error(path, f"syntax error: {e.message}", e.raw_line, e.raw_column + 1)
