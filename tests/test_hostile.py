@@ -54,6 +54,15 @@ def test_deep_nesting_among_ordinary_files(tmp_path, reflint, jobs, deep):
     assert "Traceback" not in r.stderr
 
 
+def test_syntax_error_before_deep_nesting(tmp_path, reflint):
+    # CPython stops at the first error, before the deep line: libcst's parser, which would
+    # overflow on it, is still not asked (the nesting is measured from the tokens).
+    (tmp_path / "e.py").write_text("def f(:\n    pass\ny = " + "-" * 10_000 + "x\n")
+    r = reflint("check", "--no-cache", "--format", "json", str(tmp_path))
+    data = json.loads(r.stdout)
+    assert [(d["code"], d["line"]) for d in data] == [("REF900", 1)], r.stdout + r.stderr
+
+
 def test_deep_but_valid_code_is_analysed(tmp_path, reflint):
     # CPython accepts 2,500 unary minus signs (with reflint's recursion limit): analysed on a
     # large-stack thread, the finding inside is reported.
