@@ -270,6 +270,19 @@ def test_fifty_thousand_terms_in_seconds(tmp_path, reflint):
     assert r.stdout.count("REF007") == 50_000
 
 
+def test_hundred_thousand_lines_with_one_finding(tmp_path, reflint):
+    # Positions for the one reported node only; no copy of the module's names per function.
+    body = "".join(f"def f{i}(a):\n    return a + {i}\n\n" for i in range(33_333))
+    (tmp_path / "big.py").write_text(ORDINARY.replace("y = jnp.sin(x_ref)\n", "") + body +
+                                     "y = jnp.sin(x_ref)\n")
+    start = time.time()
+    r = reflint("check", "--no-cache", "--max-file-size", "10MB", "--format", "concise",
+                str(tmp_path))
+    took = time.time() - start
+    assert r.stdout.count("REF007") == 1 and ":100004:13: REF007" in r.stdout, r.stdout
+    assert took < 90, took  # ~12 s on a loaded 2-core machine (27 s before, unloaded)
+
+
 def test_adjacent_string_literals_are_valid_python(tmp_path, reflint):
     src = ("import jax\nx_ref = jax.new_ref(1.0)\ny = " + " ".join(['"a"'] * 5_000) +
            "\nz = x_ref + 1\n")
