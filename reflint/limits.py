@@ -32,13 +32,14 @@ DEEP_RECURSION_LIMIT = 400_000
 LIBCST_MAX_NESTING = 150
 
 _LOCK = threading.Lock()
+_DEEP_THREAD = "reflint-deep"
 
 
 def call_deep(fn, *args, size: int = 0, **kwargs):
     """``fn(*args, **kwargs)``, on a large-stack thread when ``size`` (the source's length)
     allows deep nesting. Exceptions propagate to the caller."""
-    if size < DEEP_SOURCE_CHARS:
-        return fn(*args, **kwargs)
+    if size < DEEP_SOURCE_CHARS or threading.current_thread().name == _DEEP_THREAD:
+        return fn(*args, **kwargs)  # small, or already on the large stack (no re-locking)
     box: dict = {}
 
     def run():
@@ -52,7 +53,7 @@ def call_deep(fn, *args, size: int = 0, **kwargs):
         old_limit = sys.getrecursionlimit()
         try:
             threading.stack_size(DEEP_STACK_BYTES)
-            t = threading.Thread(target=run, name="reflint-deep", daemon=True)
+            t = threading.Thread(target=run, name=_DEEP_THREAD, daemon=True)
             t.start()
         except (RuntimeError, ValueError, MemoryError):  # no such stack here: run inline
             threading.stack_size(old_stack)

@@ -488,3 +488,13 @@ def test_sarif_with_a_file_name_that_is_not_utf8(tmp_path, reflint):
     uris = [res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
             for res in json.loads(r.stdout)["runs"][0]["results"]]
     assert any("%FF" in u for u in uris)
+
+
+def test_call_deep_runs_nested_calls_inline():
+    from reflint import limits
+
+    def inner():
+        return limits.call_deep(lambda: 7, size=10 ** 6)  # would deadlock if it re-locked
+
+    assert limits.call_deep(inner, size=10 ** 6) == 7
+    assert sys.getrecursionlimit() < limits.DEEP_RECURSION_LIMIT  # restored
