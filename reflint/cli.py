@@ -218,9 +218,6 @@ def _lint_task(task) -> tuple:
             source = decode(data)
         except (SyntaxError, UnicodeDecodeError, LookupError):
             return index, lint_bytes(data, path, settings).diagnostics, True, "skipped"
-        if "\0" in source:
-            # CPython rejects NUL bytes; so must every parser after it.
-            return index, lint_bytes(data, path, settings).diagnostics, True, "skipped"
         if is_skipped_file(source):
             return index, [], True, "skipped"
         if not is_candidate(source, settings):
