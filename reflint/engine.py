@@ -15,7 +15,7 @@ from typing import Optional
 
 from . import limits
 from ._lazy import lazy
-from .codes import ALWAYS_CODES, CODES, META_CODES
+from .codes import CODES, META_CODES
 from .diagnostics import SAFE, Diagnostic
 from .rule import all_rules
 from .settings import Settings
@@ -328,7 +328,7 @@ def _libcst_may_parse(error: BaseException, source: str) -> bool:
     msg = str(getattr(error, "msg", "") or "").lower()
     if any(m in msg for m in _NESTING_MESSAGES):
         return False
-    if "\0" in source or "\x00" in source:
+    if "\0" in source:
         return False
     return limits.nesting(source) <= limits.LIBCST_MAX_NESTING
 
@@ -347,8 +347,9 @@ def _rejected(source: str, path: str, error: BaseException) -> Diagnostic:
     if isinstance(error, ValueError) and "null" in str(error).lower():
         return parse_error(path, "cannot parse file: source code contains NUL bytes")
     if isinstance(error, (MemoryError, RecursionError)):
+        detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
         return parse_error(path, f"cannot parse file: nested too deeply for Python's parser "
-                                 f"({type(error).__name__}{': ' + str(error) if str(error) else ''})")
+                                 f"({detail})")
     return parse_error(path, f"cannot parse file: {type(error).__name__}: {error}")
 
 
