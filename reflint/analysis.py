@@ -502,9 +502,13 @@ class ModuleAnalysis:
                         dst |= src
                         changed = True
             self._scopes = scopes
-        by_id = {id(f): f for f in self.functions.values()}
-        by_id[id(self.module_info)] = self.module_info
-        return tuple(by_id[i] for i in sorted(self._scopes.get(id(info), ())) if i in by_id)
+        by_id = {id(self.module_info): self.module_info}
+        by_id.update((id(f), f) for f in self.functions.values())
+        # In the order the functions were found (ids are addresses: sorting by them made the
+        # reported scope vary from run to run; found by the fuzz campaign).
+        order = {i: k for k, i in enumerate(by_id)}
+        return tuple(by_id[i] for i in sorted(self._scopes.get(id(info), ()),
+                                              key=lambda i: order.get(i, -1)) if i in by_id)
 
     def trace_extent(self, info: FunctionInfo) -> frozenset:
         """ids of the functions that run inside ``info``'s trace: ``info`` and every local
@@ -1212,13 +1216,75 @@ class ModuleAnalysis:
             value = self._apply_decorator(dv, value, d.decorator, state)
         self._enqueue(info)
         if outer.is_module and cls is None:
-            info.def_env = dict(state.env)
+            # Only the names the module binds more than once can differ from their final
+            # value (a full copy per top-level def made many-function modules quadratic).
+            rebound = self._module_rebound()
+            env = state.env
+            info.def_env = {k: env[k] for k in rebound if k in env}
         if cls is not None and isinstance(value, FuncVal) and value.info is info:
             cls.methods[node.name.value] = value
         self._bind_name(node.name.value, value, state)
 
     _current_class: Optional[ClassInfo] = None
     _class_parent: Optional[FunctionInfo] = None
+
+    def _module_rebound(self) -> frozenset:
+        """The names bound more than once at module level (defs, classes, assignments,
+        imports, loop and ``with`` targets; not inside functions or classes)."""
+        out = self._cache.get("module_rebound")
+        if out is None:
+            counts: dict = {}
+
+            def bind(target) -> None:
+                t = type(target)
+                if t is cst.Name:
+                    counts[target.value] = counts.get(target.value, 0) + 1
+                elif t in (cst.Tuple, cst.List):
+                    for e in target.elements:
+                        bind(e.value)
+                elif t is cst.StarredElement:
+                    bind(target.value)
+
+            stack = list(self.module.body)
+            while stack:
+                node = stack.pop()
+                t = type(node)
+                if t in (cst.FunctionDef, cst.ClassDef):
+                    bind(node.name)
+                    continue
+                if t is cst.SimpleStatementLine:
+                    for small in node.body:
+                        ts = type(small)
+                        if ts is cst.Assign:
+                            for tgt in small.targets:
+                                bind(tgt.target)
+                        elif ts in (cst.AnnAssign, cst.AugAssign):
+                            bind(small.target)
+                        elif ts in (cst.Import, cst.ImportFrom) and \
+                                not isinstance(small.names, cst.ImportStar):
+                            for alias in small.names:
+                                if alias.asname is not None:
+                                    bind(alias.asname.name)
+                                else:
+                                    name = alias.name
+                                    while isinstance(name, cst.Attribute):
+                                        name = name.value
+                                    bind(name)
+                    continue
+                if t is cst.For:
+                    bind(node.target)
+                elif t is cst.With:
+                    for item in node.items:
+                        if item.asname is not None:
+                            bind(item.asname.name)
+                stack.extend(c for c in child_nodes(node)
+                             if isinstance(c, (cst.BaseSuite, cst.BaseStatement, cst.Else,
+                                               cst.ExceptHandler, cst.Finally,
+                                               cst.MatchCase, cst.If))
+                             or type(c).__name__ in ("ExceptStarHandler", "IndentedBlock"))
+            out = self._cache["module_rebound"] = frozenset(k for k, n in counts.items()
+                                                            if n > 1)
+        return out
 
     def _exec_class(self, node: cst.ClassDef, state: _State) -> None:
         bases = [self._eval(b.value, state) for b in node.bases]

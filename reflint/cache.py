@@ -128,8 +128,7 @@ class Cache:
                 raise ValueError("bad entry")
             diags = [Diagnostic.from_json(d) for d in items]
             for d in diags:
-                if d.path != path or not isinstance(d.line, int) or \
-                        not isinstance(d.column, int):
+                if d.path != path or not _well_typed(d):
                     raise ValueError("bad entry")
         except Exception:  # noqa: BLE001 - any problem: a miss
             self.misses += 1
@@ -178,3 +177,26 @@ class Cache:
             except OSError:
                 pass
             raise
+
+
+def _well_typed(d: Diagnostic) -> bool:
+    """Every field of a cached diagnostic has its type (valid JSON can hold anything: an entry
+    that does not is a miss, never a crash in the output)."""
+    ints = (d.line, d.column, d.end_line, d.end_column)
+    if not all(type(v) is int for v in ints) or \
+            not all(isinstance(v, str) for v in (d.code, d.name, d.message)):
+        return False
+    if d.fix is not None:
+        f = d.fix
+        if not isinstance(f.message, str) or not isinstance(f.applicability, str):
+            return False
+        for e in f.edits:
+            if not all(type(v) is int for v in (e.line, e.column, e.end_line, e.end_column)) \
+                    or not isinstance(e.content, str):
+                return False
+    if d.related is not None:
+        r = d.related
+        if type(r.line) is not int or type(r.column) is not int or \
+                not isinstance(r.message, str):
+            return False
+    return True

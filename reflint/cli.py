@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import gc
 import json
 import os
+import stat
 import sys
 from typing import Optional
 
@@ -18,7 +20,7 @@ from .codes import CODES, META_CODES
 from .config import ConfigError, Resolver, overrides_from_args, show_settings
 from .engine import FileResult, fix_source, lint_bytes
 from .engine import decode, is_candidate, is_skipped_file, lint_non_candidate, lint_source
-from .engine import parse_error
+from .engine import INTERNAL_ERROR, internal_error, not_checked, parse_error
 from .output import (format_concise, format_github, format_json, format_sarif,
                      format_statistics, format_text, summary_line, use_color)
 from .rule import all_rules, rule_by_code
@@ -38,27 +40,45 @@ def _is_venv(directory: str) -> bool:
     return os.path.exists(os.path.join(directory, "pyvenv.cfg"))
 
 
-def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bool = False
-             ) -> list:
+def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bool = False,
+             problems: Optional[list] = None) -> list:
     """(file, settings) for the Python files under ``paths``.
 
     Directories matching ``exclude``/``extend-exclude`` (and virtual environments) are not
     walked into. Files and directories named explicitly are checked even when excluded,
-    unless ``force_exclude`` (as in ruff)."""
+    unless ``force_exclude`` (as in ruff). Entries that cannot be checked (an unreadable
+    directory, a FIFO, socket or device named ``*.py``, a dangling symbolic link or a link
+    loop) are never opened: with ``problems`` (a list), each is appended to it as
+    ``(path, settings, reason)`` (reported as REF904); a directory named ``x.py`` is walked."""
     resolver = resolver or Resolver()
     out = []
+
+    def problem(path, settings, reason):
+        if problems is not None:
+            problems.append((path, settings, reason))
+
     for p in paths:
-        if os.path.isfile(p):
+        if not os.path.isdir(p):
+            if not os.path.lexists(p):
+                raise UsageError(f"{p}: no such file or directory")
             settings = resolver.for_file(p)
             if force_exclude and _excluded_with_parents(p, settings):
                 continue
-            out.append((p, settings))
+            reason = _unfit(p)
+            if reason:
+                problem(p, settings, reason)
+            else:
+                out.append((p, settings))
             continue
-        if not os.path.isdir(p):
-            raise UsageError(f"{p}: no such file or directory")
         if force_exclude and _excluded_with_parents(p, resolver.for_dir(p)):
             continue
-        for root, dirs, files in os.walk(p):
+
+        def walk_error(e: OSError, p=p) -> None:
+            where = e.filename or p
+            problem(where, resolver.for_dir(os.path.dirname(where) or "."),
+                    f"cannot read directory: {e.strerror or e}")
+
+        for root, dirs, files in os.walk(p, onerror=walk_error):
             settings = resolver.for_dir(root)
             dirs[:] = sorted(d for d in dirs
                              if not _is_venv(os.path.join(root, d))
@@ -67,8 +87,13 @@ def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bo
             for f in sorted(files):
                 if f.endswith((".py", ".pyi")):
                     path = os.path.normpath(os.path.join(root, f))
-                    if not settings.is_excluded(path):
+                    if settings.is_excluded(path):
+                        continue
+                    reason = _unfit(path)
+                    if reason is None:
                         out.append((path, settings))
+                    elif reason:
+                        problem(path, settings, reason)
     seen = set()
     unique = []
     for f, s in out:
@@ -77,6 +102,58 @@ def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bo
             seen.add(key)
             unique.append((f, s))
     return unique
+
+
+def _unfit(path: str) -> Optional[str]:
+    """Why ``path`` cannot be checked (without opening it), "" for a directory (skipped
+    quietly: it is walked, not read), or None for a regular file."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if os.path.islink(path):
+            if e.errno == errno.ELOOP:
+                return "symbolic link loop"
+            return f"dangling symbolic link (to {os.readlink(path)!r})"
+        return f"cannot read file: {e.strerror or e}"
+    mode = st.st_mode
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return ""
+    kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) \
+        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+    return f"{kind}, not a regular file"
+
+
+def read_source_file(path: str, max_size: int) -> bytes:
+    """The bytes of ``path``, never blocking: raises ``Unfit`` (reported as REF904) for what
+    is not a regular file or is larger than ``max_size`` bytes, OSError if it cannot be read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Unfit("not a regular file")
+        if st.st_size > max_size:
+            raise Unfit(f"file too large ({st.st_size:,} bytes; max-file-size is "
+                        f"{max_size:,})")
+        chunks = []
+        size = 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > max_size:  # grew while read
+                raise Unfit(f"file too large (more than max-file-size, {max_size:,} bytes)")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+class Unfit(Exception):
+    """A file reflint does not check (REF904); the message says why."""
 
 
 def _excluded_with_parents(path: str, settings: Settings) -> bool:
@@ -95,23 +172,19 @@ def _excluded_with_parents(path: str, settings: Settings) -> bool:
 def _check_file(args) -> FileResult:
     path, settings = args
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_source_file(path, settings.max_file_size)
+    except Unfit as e:
+        return FileResult(path, [not_checked(path, str(e))])
     except OSError as e:
-        from .engine import parse_error
-        return FileResult(path, [parse_error(path, f"cannot read file: {e.strerror}")])
+        return FileResult(path, [not_checked(path, f"cannot read file: {e.strerror or e}")])
     try:
         return lint_bytes(data, path, settings)
     except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
-        from .engine import parse_error
-        d = parse_error(path, f"internal error while checking this file: "
-                              f"{type(e).__name__}: {e}")
-        return FileResult(path, [d])
+        return FileResult(path, [internal_error(path, e)])
 
 
 def _internal_error(path: str, e: BaseException):
-    return parse_error(path, f"internal error while checking this file: "
-                             f"{type(e).__name__}: {e}")
+    return internal_error(path, e)
 
 
 # Parallel checking: below this much source text to analyse, one process is faster than
@@ -152,7 +225,7 @@ def _lint_task(task) -> tuple:
             return index, res.diagnostics, True, "skipped"
         res = lint_source(source, path, settings, regex_done=True)
         return index, res.diagnostics, True, "gated" if res.skipped else "analysed"
-    except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
+    except (Exception, RecursionError, MemoryError) as e:  # noqa: BLE001 - one file only
         return index, [_internal_error(path, e)], False, "analysed"
     finally:
         if gc_enabled:
@@ -204,32 +277,67 @@ def _pool_context():
 
 
 def _run_tasks(tasks: list, settings: Settings, jobs: int):
-    """Yield _lint_task's result for every task, in any order."""
+    """Yield _lint_task's result for every task, in any order.
+
+    With several jobs, files are checked in worker processes, and a worker that dies (a
+    segmentation fault in a native parser, the OOM killer) costs only its own file: the
+    files not yet done are checked again in a new pool, one per task, and a file that still
+    brings its worker down is checked alone and reported as REF903."""
     total = sum(_cost(t) for t in tasks)
     if jobs > 1 and len(tasks) > 1 and total >= PARALLEL_MIN_CHARS:
         # Imported here: multiprocessing costs ~20 ms of start-up that one file never needs.
-        from concurrent.futures import ProcessPoolExecutor, as_completed
         from concurrent.futures.process import BrokenProcessPool
 
-        # Biggest files first: the slowest task starts at once (longest-processing-time order).
-        ordered = sorted(tasks, key=lambda t: -_cost(t))
-        done: set = set()
-        try:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)),
-                                     mp_context=_pool_context(), initializer=_init_worker,
-                                     initargs=(settings,)) as pool:
-                futures = [pool.submit(_lint_batch, b) for b in _batches(ordered)]
-                for fut in as_completed(futures):
-                    for res in fut.result():
-                        done.add(res[0])
-                        yield res
+        pending = {t[0]: t for t in tasks}
+
+        def by_cost():  # biggest files first: the slowest task starts at once
+            return sorted(pending.values(), key=lambda t: -_cost(t))
+
+        rounds = (lambda: _batches(by_cost()), lambda: [[t] for t in by_cost()])
+        for make_batches in rounds:
+            try:
+                yield from _pool_results(make_batches(), settings, jobs, pending)
+                return
+            except BrokenProcessPool:
+                continue  # a worker died: the files not done yet, again
+            except OSError:
+                break  # no worker processes here (sandbox): finish in this process
+        else:
+            # Each file left runs alone: the one that kills its worker is the culprit.
+            for t in sorted(pending.values(), key=lambda t: t[0]):
+                try:
+                    yield from _pool_results([[t]], settings, 1, {t[0]: t})
+                except BrokenProcessPool:
+                    yield t[0], [_worker_died(t[1])], False, "analysed"
             return
-        except (BrokenProcessPool, OSError):
-            # No worker processes here (sandbox) or a worker died: finish in this process.
-            tasks = [t for t in tasks if t[0] not in done]
+        tasks = list(pending.values())
     _init_worker(settings)
     for t in tasks:
         yield _lint_task(t)
+
+
+def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
+    """Run ``batches`` on a process pool; yield each result, removing its task from
+    ``pending``. Raises BrokenProcessPool when a worker dies."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(batches))),
+                               mp_context=_pool_context(), initializer=_init_worker,
+                               initargs=(settings,))
+    try:
+        futures = [pool.submit(_lint_batch, b) for b in batches]
+        for fut in as_completed(futures):
+            for res in fut.result():
+                pending.pop(res[0], None)
+                yield res
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_died(path: str):
+    return internal_error(path, RuntimeError(
+        "the worker process checking this file died (a crash in a native parser, or killed "
+        "for memory)"))
 
 
 def check_paths(files: list, settings: Settings, jobs: int, cache=None,
@@ -247,11 +355,13 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
     cached = 0
     for i, path in enumerate(files):
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = read_source_file(path, settings.max_file_size)
+        except Unfit as e:
+            results[i] = FileResult(path, [not_checked(path, str(e))])
+            continue
         except OSError as e:
-            diag = parse_error(path, f"cannot read file: {e.strerror}")
-            results[i] = FileResult(path, [diag])
+            results[i] = FileResult(path, [not_checked(path, f"cannot read file: "
+                                                                f"{e.strerror or e}")])
             continue
         data_of[i] = data
         if cache is not None:
@@ -343,6 +453,11 @@ def _emit(args, all_diags, sources, n_files, out=None) -> None:
 
 
 def _exit_code(args, diags) -> int:
+    """0 clean, 1 findings (REF900 and REF904 included), 2 when reflint itself failed on a
+    file (REF903), even with ``--exit-zero``: a run that did not check everything it should
+    have must not pass silently."""
+    if any(d.code == INTERNAL_ERROR for d in diags):
+        return EXIT_ERROR
     if args.exit_zero:
         return EXIT_OK
     return EXIT_FINDINGS if diags else EXIT_OK
@@ -370,10 +485,15 @@ def _cmd_check(args) -> int:
             p if os.path.isdir(p) else ".")
         sys.stdout.write(show_settings(settings))
         return EXIT_OK
-    pairs = discover(paths, resolver, args.force_exclude)
+    problems: list = []
+    pairs = discover(paths, resolver, args.force_exclude, problems)
     settings_of = {f: s for f, s in pairs}
     jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
+    if jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
     results = _check_grouped(pairs, jobs, cache=_cache_from(args))
+    results += [FileResult(p, [not_checked(p, why)]) for p, _, why in problems]
+    roots = checked_roots(paths)
     all_diags = []
     sources = {}
     fix_notes = []
@@ -389,10 +509,13 @@ def _cmd_check(args) -> int:
                     if args.diff:
                         diff_text.append(_diff(res.source, outcome.source, res.path))
                     else:
-                        _write_fixed(res.path, outcome.source)
-                        fix_notes.append(f"{res.path}: fixed {outcome.fixed} "
-                                         f"finding{'s' if outcome.fixed != 1 else ''}")
-                        res = FileResult(res.path, outcome.remaining, outcome.source)
+                        problem = _write_fixed(res.path, outcome.source, roots)
+                        if problem:
+                            fix_notes.append(f"{res.path}: {problem}")
+                        else:
+                            fix_notes.append(f"{res.path}: fixed {outcome.fixed} "
+                                             f"finding{'s' if outcome.fixed != 1 else ''}")
+                            res = FileResult(res.path, outcome.remaining, outcome.source)
         all_diags.extend(res.diagnostics)
         if res.source is not None and res.diagnostics:
             sources[res.path] = res.source
@@ -401,7 +524,7 @@ def _cmd_check(args) -> int:
         for n in fix_notes:
             print(n, file=sys.stderr)
         return EXIT_FINDINGS if diff_text and not args.exit_zero else EXIT_OK
-    _emit(args, all_diags, sources, len(pairs))
+    _emit(args, all_diags, sources, len(pairs) + len(problems))
     if not args.quiet:
         for n in fix_notes:
             print(n, file=sys.stderr)
@@ -452,10 +575,12 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
             diff = _diff(result.source, fixed_source, name) if result.source is not None else ""
             sys.stdout.write(diff)
             return EXIT_FINDINGS if diff and not args.exit_zero else EXIT_OK
-        if fixed_source is None:  # undecodable: pass the bytes through untouched
+        sys.stdout.flush()
+        if fixed_source is None or fixed_source == result.source:
+            # Nothing fixed (or undecodable): the bytes pass through untouched (BOM, encoding).
             sys.stdout.buffer.write(data)
         else:
-            sys.stdout.write(fixed_source)
+            sys.stdout.buffer.write(_encode_like(fixed_source, data))
         sys.stdout.flush()
         _emit(args, remaining, {name: fixed_source} if fixed_source else {}, 1,
               out=sys.stderr)
@@ -464,19 +589,83 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
     return _exit_code(args, result.diagnostics)
 
 
-def _write_fixed(path: str, text: str) -> None:
-    """Write fixed source back in the file's own encoding (BOM kept), atomically."""
+def _encode_like(text: str, original: bytes) -> bytes:
+    """``text`` encoded as ``original`` was (its PEP 263 cookie or BOM)."""
     import io
     import tokenize
 
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
-    data = text.encode(encoding)  # 'utf-8-sig' writes the BOM back
-    tmp = f"{path}.reflint-tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(original).readline)
+        return text.encode(encoding)
+    except (SyntaxError, LookupError, UnicodeError):
+        return text.encode("utf-8", "surrogateescape")
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def checked_roots(paths: list) -> list:
+    """The real directories of the checked tree: each directory named, and the directory of
+    each file named (``--fix`` writes nowhere else)."""
+    roots = []
+    for p in paths:
+        d = p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))
+        roots.append(os.path.realpath(d))
+    return roots
+
+
+def _write_fixed(path: str, text: str, roots: Optional[list] = None) -> Optional[str]:
+    """Write fixed source back, or say why not (None when written).
+
+    The file keeps its encoding (BOM and coding cookie: ``text`` still holds the cookie), line
+    endings and trailing newline (``text`` is the decoded file with the fixes applied), and
+    its mode. The write is atomic: a new file created exclusively (``mkstemp``, so no
+    pre-existing name or link is followed) in the same directory, then renamed over the
+    original. A symbolic link is written through only when its target is inside the checked
+    tree (``roots``); a read-only file is not written."""
+    import io
+    import tempfile
+    import tokenize
+
+    target = os.path.realpath(path)
+    if os.path.islink(path) or target != os.path.abspath(path):
+        if roots is None or not any(_inside(target, r) for r in roots):
+            return (f"is a symbolic link to {target}, outside the checked tree: fixes not "
+                    f"written")
+    try:
+        st = os.stat(target)
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file: fixes not written"
+        if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or \
+                not os.access(target, os.W_OK):
+            return "file is read-only: fixes not written"
+        with open(target, "rb") as fh:
+            raw = fh.read()
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        data = text.encode(encoding)  # 'utf-8-sig' writes the BOM back
+        directory, name = os.path.split(target)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".reflint-tmp")
+    except (OSError, UnicodeError, SyntaxError, LookupError) as e:
+        return f"cannot write fixes: {getattr(e, 'strerror', None) or e}"
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        try:
+            os.chown(tmp, st.st_uid, st.st_gid)
+        except OSError:
+            pass  # not the owner: the new file is the writer's, as with any editor
+        os.replace(tmp, target)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return f"cannot write fixes: {e.strerror or e}"
+    return None
 
 
 def cmd_rule(args) -> int:
@@ -569,6 +758,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--stdin-filename", metavar="PATH",
                    help="the name of the file read from stdin (config, messages)")
     c.add_argument("--jobs", "-j", type=int, default=0, help="processes (default: all cores)")
+    c.add_argument("--max-file-size", metavar="SIZE", help="skip (and report, REF904) files "
+                   "larger than this (bytes, or e.g. 2MB; default 2MB)")
     c.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     c.add_argument("--cache-dir", help="cache folder (default: .reflint_cache at the project "
                    "root, or $REFLINT_CACHE_DIR)")

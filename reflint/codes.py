@@ -23,10 +23,17 @@ CODES: dict[str, str] = {
     "REF900": "parse-error",
     "REF901": "unknown-noqa-code",
     "REF902": "unused-noqa",
+    "REF903": "internal-error",
+    "REF904": "not-checked",
 }
 
 # Codes not produced by a rule module: reported by the engine itself.
-META_CODES = frozenset({"REF900", "REF901", "REF902"})
+META_CODES = frozenset({"REF900", "REF901", "REF902", "REF903", "REF904"})
+
+# Codes that always report, whatever the selection: reflint's own failure on a file and a file
+# it did not check (docs/guarantees.md). `# noqa` cannot hide them either (they are reported
+# at line 1 for the whole file).
+ALWAYS_CODES = frozenset({"REF903", "REF904"})
 
 # Codes that are off unless named exactly (`--extend-select REF902`, `--report-unused-noqa`):
 # prefixes and ALL do not select them.

@@ -11,10 +11,12 @@ the file's selection (``select``, ``extend-select`` and ``ignore``), ``--extend-
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from .limits import DEFAULT_MAX_FILE_SIZE
 from .settings import (DEFAULT_EXCLUDE, DEFAULT_TARGET_JAX_VERSION, Settings, default_select,
                        expand_codes, parse_version)
 
@@ -24,7 +26,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 KNOWN_KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "exclude",
-              "extend-exclude", "target-jax-version")
+              "extend-exclude", "target-jax-version", "max-file-size")
 CONFIG_NAME = "pyproject.toml"
 
 
@@ -44,6 +46,7 @@ class Overrides:
     extend_exclude: Optional[list] = None
     unsafe_fixes: bool = False
     report_unused_noqa: bool = False
+    max_file_size: Optional[int] = None
 
 
 def _split(text: Optional[str]) -> Optional[list]:
@@ -52,8 +55,40 @@ def _split(text: Optional[str]) -> Optional[list]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+_SIZE = re.compile(r"^\s*(\d+)\s*(|b|kb|k|mb|m|gb|g|kib|mib|gib)\s*$", re.I)
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000 ** 2, "mb": 1000 ** 2,
+          "g": 1000 ** 3, "gb": 1000 ** 3, "kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3}
+
+
+def parse_size(value) -> int:
+    """A size in bytes: an integer, or a string like "2MB", "500kB", "1MiB"."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a size like 2000000 or \"2MB\", got {value!r}")
+    if isinstance(value, int):
+        n = value
+    else:
+        m = _SIZE.match(str(value))
+        if not m:
+            raise ValueError(f"expected a size like 2000000 or \"2MB\", got {value!r}")
+        n = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    if n <= 0:
+        raise ValueError(f"a size must be positive, got {value!r}")
+    return n
+
+
 def overrides_from_args(args) -> Overrides:
+    select = getattr(args, "select", None)
+    if select is not None and not _split(select):
+        raise ConfigError(f"--select {select!r} selects no rule (an unset variable?); "
+                          f"use --select ALL, or name codes")
+    size = getattr(args, "max_file_size", None)
+    if size is not None:
+        try:
+            size = parse_size(size)
+        except ValueError as e:
+            raise ConfigError(f"--max-file-size: {e}") from None
     return Overrides(
+        max_file_size=size,
         select=_split(getattr(args, "select", None)),
         extend_select=_split(getattr(args, "extend_select", None)),
         ignore=_split(getattr(args, "ignore", None)),
@@ -98,6 +133,11 @@ def load_table(path: str) -> Optional[dict]:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 (byte {e.object[e.start]:#04x} "
+                          f"at offset {e.start})") from None
+    except (RecursionError, MemoryError):
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
     tool = data.get("tool")
     if not isinstance(tool, dict):
         return None
@@ -149,6 +189,11 @@ def validate(table: dict, path: str) -> dict:
             (pattern, frozenset(_codes(path, f"per-file-ignores {pattern!r}", codes,
                                        include_opt_in=True)))
             for pattern, codes in pfi.items())
+    if "max-file-size" in table:
+        try:
+            out["max-file-size"] = parse_size(table["max-file-size"])
+        except ValueError as e:
+            raise ConfigError(f"{path}: [tool.reflint] max-file-size: {e}") from None
     if "target-jax-version" in table:
         v = table["target-jax-version"]
         if not isinstance(v, str):
@@ -189,7 +234,9 @@ def build_settings(table: Optional[dict], config_file: Optional[str], cli: Overr
                     unsafe_fixes=cli.unsafe_fixes,
                     per_file_ignores=table.get("per-file-ignores", ()),
                     exclude=exclude, extend_exclude=extend_exclude, root=root,
-                    config_file=config_file)
+                    config_file=config_file,
+                    max_file_size=cli.max_file_size or table.get("max-file-size",
+                                                                 DEFAULT_MAX_FILE_SIZE))
 
 
 class Resolver:
@@ -244,5 +291,6 @@ def show_settings(settings: Settings) -> str:
         "per-file-ignores = {" + ", ".join(f"{p!r}: [{', '.join(sorted(c))}]"
                                            for p, c in settings.per_file_ignores) + "}",
         f"unsafe-fixes = {str(settings.unsafe_fixes).lower()}",
+        f"max-file-size = {settings.max_file_size}",
     ]
     return "\n".join(lines) + "\n"

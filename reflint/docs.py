@@ -60,13 +60,18 @@ def generate(directory: str) -> list:
 # -- codes without a rule module (reported by the engine) ----------------------------------
 
 META_DOCS = {
-    "REF900": ("A file could not be read, decoded or parsed.", """\
+    "REF900": ("A file could not be decoded or parsed.", """\
 ## What it does
-Reports a file that reflint cannot check: unreadable, undecodable (bad PEP 263 encoding) or
-not valid Python. The position is CPython's own for syntax errors.
+Reports a file that is not valid Python: undecodable (bad PEP 263 encoding, invalid UTF-8),
+holding NUL bytes, a syntax error, or nesting deeper than CPython's parser accepts (thousands
+of nested parentheses or unary operators). The message and position are CPython's own; for
+syntax newer than the running Python that no parser here understands, the message names it.
+Syntax newer than the running Python that libcst understands (PEP 695 on Python 3.11) is
+checked, not reported.
 
 ## Why is this bad?
 No rule can check a file that does not parse, so its findings would be silently missing.
+The run goes on with the other files; the exit code is 1.
 """),
     "REF901": ("A `# noqa` comment names a REF code that does not exist.", """\
 ## What it does
@@ -108,6 +113,33 @@ x = 1  # noqa: REF007
 x = 1
 ```
 """),
+    "REF903": ("reflint itself failed on a file (a bug in reflint: please report it).", """\
+## What it does
+Reports a file on which reflint failed: an unexpected exception in the analysis, a recursion
+deeper than even the large stack allows, or a worker process that died while checking it (a
+crash in a native parser, the out-of-memory killer). The message names the file and the error.
+Reported whatever the selection; `# noqa` does not hide it.
+
+## Why is this bad?
+The file was not checked, through no fault of its own: its findings are missing. Every other
+file's results are still reported, and the exit code is 2 (even with `--exit-zero`), so CI
+does not pass silently. Please report it with the file (or a reduced copy) at the project's
+issue tracker.
+"""),
+    "REF904": ("A file was not checked: too large, not a regular file, or unreadable.", """\
+## What it does
+Reports a path that discovery found, or that was named, but that reflint does not read:
+larger than `max-file-size` (default 2 MB; `[tool.reflint] max-file-size = "5MB"` or
+`--max-file-size`), a FIFO, socket or device named `*.py` (never opened, so a pipe cannot
+block the run), a dangling symbolic link or a link loop, a file or directory that cannot be
+read (permissions), or valid Python that libcst cannot parse and reflint cannot analyse
+otherwise. Reported whatever the selection.
+
+## Why is this bad?
+A skipped file's findings are missing: an unreadable directory must not turn into "All checks
+passed". The run goes on; the exit code is 1. Exclude the path (`extend-exclude`) if it is
+not meant to be checked.
+"""),
 }
 
 
@@ -115,6 +147,12 @@ def render_meta(code: str) -> str:
     from .codes import CODES
 
     summary, body = META_DOCS[code]
+    from .codes import ALWAYS_CODES
+
+    if code in ALWAYS_CODES:
+        return (f"# {code} {CODES[code]}\n\n{summary}\n\n{body.rstrip()}\n\n## Suppressing\n\n"
+                f"Cannot be suppressed or deselected: a file reflint did not check is always "
+                f"reported (see docs/guarantees.md). Exclude the path to skip it.\n")
     return (f"# {code} {CODES[code]}\n\n{summary}\n\n{body.rstrip()}\n\n## Suppressing\n\n"
             f"Add `# noqa: {code}` at the end of the reported line, or disable the check with "
             f"`--ignore {code}` / `ignore = [\"{code}\"]` in `[tool.reflint]`.\n")

@@ -10,9 +10,10 @@ import io
 import re
 import sys
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
+from . import limits
 from ._lazy import lazy
 from .codes import CODES, META_CODES
 from .diagnostics import SAFE, Diagnostic
@@ -25,10 +26,18 @@ cst = lazy("libcst")
 fasttree = lazy("reflint.fasttree")
 _analysis = lazy("reflint.analysis")
 gate = lazy("reflint.gate")
+_positions = lazy("reflint.positions")
 
 PARSE_ERROR = "REF900"
 UNKNOWN_NOQA = "REF901"
 UNUSED_NOQA = "REF902"
+INTERNAL_ERROR = "REF903"
+NOT_CHECKED = "REF904"
+# Above this expression nesting (of the tree built from CPython's parse), libcst's parser is not
+# run: it takes time quadratic in the length of left-recursive chains (``x + x + ...``,
+# ``a.b.c...``, ``f()()...``). The findings then come from the fast tree, with ``ast``
+# positions and without fixes.
+LIBCST_MAX_DEPTH = 400
 # flake8's suppression syntax (bare, with codes "A1, B2", upper case), also without the space.
 _NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 _NOQA_HINT = re.compile(r"noqa", re.I)
@@ -277,23 +286,119 @@ def parse_error(path: str, message: str, line: int = 1, column: int = 1) -> Diag
                       end_column=column)
 
 
+def internal_error(path: str, e: BaseException) -> Diagnostic:
+    """REF903: reflint itself failed on this file (a bug: the other files are unaffected)."""
+    detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    if len(detail) > 300:
+        detail = detail[:300] + "..."
+    return Diagnostic(path=path, line=1, column=1, code=INTERNAL_ERROR,
+                      name=CODES[INTERNAL_ERROR],
+                      message=f"internal error: reflint failed while checking {path} "
+                              f"({detail}); this is a bug in reflint, please report it with "
+                              f"the file",
+                      end_line=1, end_column=1)
+
+
+def not_checked(path: str, reason: str) -> Diagnostic:
+    """REF904: the file was not checked (too large, not a regular file, unreadable ...)."""
+    return Diagnostic(path=path, line=1, column=1, code=NOT_CHECKED, name=CODES[NOT_CHECKED],
+                      message=f"not checked: {reason}", end_line=1, end_column=1)
+
+
+def _cpython_error(source: str, path: str) -> Optional[BaseException]:
+    """What CPython's parser says about ``source``: None if it accepts it, else its error."""
+    try:
+        compile(source, path, "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
+        return None
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        return e
+
+
+_NESTING_MESSAGES = ("too many nested", "too many statically nested", "too complex",
+                     "parser stack", "recursion")
+
+
+def _libcst_may_parse(error: BaseException, source: str) -> bool:
+    """Whether libcst's native parser may be given ``source``, which CPython rejected with
+    ``error``: only for an ordinary syntax error (libcst accepts some newer syntax) in text
+    that does not nest deeply; libcst's parser overflows its stack on deep nesting, which
+    would end the process."""
+    if not isinstance(error, SyntaxError):
+        return False  # MemoryError / RecursionError: CPython could not handle the nesting
+    msg = str(getattr(error, "msg", "") or "").lower()
+    if any(m in msg for m in _NESTING_MESSAGES):
+        return False
+    if "\0" in source:
+        return False
+    return limits.nesting(source) <= limits.LIBCST_MAX_NESTING
+
+
+def _rejected(source: str, path: str, error: BaseException) -> Diagnostic:
+    """REF900 for source that CPython rejects and libcst is not asked about."""
+    if "null bytes" in str(error):
+        line = source[:source.find("\0")].count("\n") + 1 if "\0" in source else 1
+        return parse_error(path, f"cannot parse file: it contains NUL bytes (first on line "
+                                 f"{line})", line)
+    if isinstance(error, SyntaxError) and error.lineno:
+        return parse_error(path, f"syntax error: {error.msg}{_newer_syntax_hint(error)}",
+                           error.lineno, error.offset or 1)
+    if isinstance(error, SyntaxError):
+        return parse_error(path, f"syntax error: {error.msg}")
+    if isinstance(error, ValueError) and "null" in str(error).lower():
+        return parse_error(path, "cannot parse file: source code contains NUL bytes")
+    if isinstance(error, (MemoryError, RecursionError)):
+        detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        return parse_error(path, f"cannot parse file: nested too deeply for Python's parser "
+                                 f"({detail})")
+    return parse_error(path, f"cannot parse file: {type(error).__name__}: {error}")
+
+
+_NEWER = [
+    (re.compile(r"^\s*type\s+\w+\s*(\[.*\])?\s*="), "a `type` alias statement (PEP 695)", (3, 12)),
+    (re.compile(r"^\s*(async\s+)?def\s+\w+\s*\["), "type parameters on a function (PEP 695)",
+     (3, 12)),
+    (re.compile(r"^\s*class\s+\w+\s*\["), "type parameters on a class (PEP 695)", (3, 12)),
+    (re.compile(r"\bexcept\s+[^:*]+,[^:]+:"), "`except` with several types and no "
+     "parentheses (PEP 758)", (3, 14)),
+]
+
+
+def _newer_syntax_hint(error: SyntaxError) -> str:
+    """Names the newer syntax a syntax error is about, when it is one this Python lacks."""
+    text = error.text or ""
+    for rx, what, version in _NEWER:
+        if sys.version_info < version and rx.search(text):
+            return (f" ({what} needs Python {version[0]}.{version[1]}; this is Python "
+                    f"{sys.version_info[0]}.{sys.version_info[1]})")
+    return ""
+
+
 def _syntax_error(path: str, source: str, e: "cst.ParserSyntaxError") -> Diagnostic:
     """Prefer CPython's own message and position (what users know); fall back to libcst's."""
     try:
         compile(source, path, "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
     except SyntaxError as se:
         if se.lineno:
-            return parse_error(path, f"syntax error: {se.msg}", se.lineno, se.offset or 1)
+            return parse_error(path, f"syntax error: {se.msg}{_newer_syntax_hint(se)}",
+                               se.lineno, se.offset or 1)
     except (ValueError, RecursionError, MemoryError):
         pass
     return parse_error(path, f"syntax error: {e.message}", e.raw_line, e.raw_column + 1)
+
+
+def decode_error_message(e: BaseException) -> str:
+    """A short, clear message for a file that cannot be decoded."""
+    if isinstance(e, UnicodeDecodeError):
+        return (f"cannot decode file as {e.encoding}: invalid byte {e.object[e.start]:#04x} "
+                f"at offset {e.start} (declare the encoding with a PEP 263 coding comment)")
+    return f"cannot decode file: {e}"
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
     try:
         source = decode(data)
     except (SyntaxError, UnicodeDecodeError, LookupError) as e:
-        msg = f"cannot decode file: {e}"
+        msg = decode_error_message(e)
         return FileResult(path, [parse_error(path, msg)] if settings.enabled(PARSE_ERROR) else [])
     return lint_source(source, path, settings)
 
@@ -302,51 +407,121 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
                 regex_done: bool = False, tree: Optional[ast.Module] = None) -> FileResult:
     """Lint one file. ``use_prefilter=False`` analyses it on libcst's own tree whatever the
     pre-filter says (tests compare both); ``regex_done`` says the textual stage already kept
-    it; ``tree`` is the stdlib ``ast`` of ``source`` if the caller has it (flake8 does)."""
+    it; ``tree`` is the stdlib ``ast`` of ``source`` if the caller has it (flake8 does).
+
+    Runs on a large-stack thread for big sources (``limits.call_deep``): deep-but-valid code is
+    analysed, and what is deeper still is a ``RecursionError`` for this file, never a crash."""
     settings = settings.for_path(path)
     if is_skipped_file(source):
         return FileResult(path, [], source, skipped=True)
+    return limits.call_deep(_lint_source, source, path, settings, use_prefilter, regex_done,
+                            tree, size=len(source))
+
+
+def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool,
+                 regex_done: bool, tree: Optional[ast.Module]) -> FileResult:
     verdict = None
+    fast: dict = {}
     if use_prefilter:
         if not regex_done and not prefilter(settings).search(source):
             return lint_non_candidate(source, path, settings)
-        if tree is None:
-            tree = gate.parse(source)
-        if tree is not None:
-            verdict = gate_verdict(source, settings, tree)
-            if verdict is not None and not _allows(verdict, settings):
-                # The stdlib parser accepted the file, so there is no REF900 to report.
-                return FileResult(path, _noqa_only(source, path, settings), source,
-                                  skipped=True)
-            if _clean_on_fast_tree(source, tree, path, settings, verdict):
-                return FileResult(path, _noqa_only(source, path, settings), source)
+    if tree is None:
+        tree = gate.parse(source)
+    if tree is None:
+        # CPython rejects the file (or cannot handle its nesting). libcst's parser is asked
+        # only about an ordinary syntax error in shallow text (it accepts some newer syntax).
+        error = _cpython_error(source, path)
+        if error is not None and not _libcst_may_parse(error, source):
+            diags = [_rejected(source, path, error)] if settings.enabled(PARSE_ERROR) else []
+            return FileResult(path, diags, source)
+    elif use_prefilter:
+        verdict = gate_verdict(source, settings, tree)
+        if verdict is not None and not _allows(verdict, settings):
+            # The stdlib parser accepted the file, so there is no REF900 to report.
+            return FileResult(path, _noqa_only(source, path, settings), source,
+                              skipped=True)
+        if _clean_on_fast_tree(source, tree, path, settings, verdict, fast):
+            return FileResult(path, _noqa_only(source, path, settings), source)
         # A finding (or a file the fast tree does not cover): libcst's own tree, below, gives
         # the findings their exact positions, messages and fixes.
+    if tree is not None and fast.get("depth", 0) > LIBCST_MAX_DEPTH:
+        # libcst's parse would take time quadratic in the nesting: findings come from the
+        # fast tree instead.
+        return _lint_on_fast_tree(source, tree, path, settings, verdict, fast)
     try:
         module = parse_module(source)
     except cst.ParserSyntaxError as e:
+        if tree is not None:  # CPython accepts it: a libcst limit, not a syntax error
+            return _lint_on_fast_tree(source, tree, path, settings, verdict, fast, e)
         diags = []
         if settings.enabled(PARSE_ERROR):
             diags.append(_syntax_error(path, source, e))
         return FileResult(path, diags, source)
     except (RecursionError, MemoryError, ValueError) as e:
+        if tree is not None:
+            return _lint_on_fast_tree(source, tree, path, settings, verdict, fast, e)
         diags = []
         if settings.enabled(PARSE_ERROR):
             diags.append(parse_error(path, f"cannot parse file: {type(e).__name__}: {e}"))
         return FileResult(path, diags, source)
-    diags = check_module(module, path, settings, source, verdict if use_prefilter else None)
+    if "\f" in source and tree is not None and module.code != source:
+        # libcst drops form feeds in indentation: its positions would be off on those lines.
+        return _lint_on_fast_tree(source, tree, path, settings, verdict, fast)
+    # Positions for the reported nodes only (reflint.positions), not the whole module's.
+    lazy_positions = _positions.LazyPositions(module, source, tree) if tree is not None else None
+    diags = check_module(module, path, settings, source, verdict if use_prefilter else None,
+                         positions=lazy_positions)
+    return FileResult(path, apply_noqa(diags, source, settings, path), source)
+
+
+def _lint_on_fast_tree(source: str, tree: ast.Module, path: str, settings: Settings,
+                       verdict, fast: dict, libcst_error: Optional[BaseException] = None
+                       ) -> FileResult:
+    """The findings on the tree built from CPython's parse (valid Python that libcst's parser
+    cannot take, or only in quadratic time): ``ast`` positions, no fixes (a fix needs libcst's
+    own tree, with the file's parentheses, comments and whitespace)."""
+    module = fast.pop("module", None)
+    if module is None or "positions" not in fast:
+        try:
+            module = fasttree.convert(source, tree, fast)
+        except fasttree.Unsupported as e:
+            why = f"libcst cannot parse it ({libcst_error})" if libcst_error else str(e)
+            return FileResult(path, [not_checked(path, why)], source)
+    diags = check_module(module, path, settings, source, verdict,
+                         positions=fast["positions"])
+    diags = [replace(d, fix=None) if d.fix is not None else d for d in diags]
     return FileResult(path, apply_noqa(diags, source, settings, path), source)
 
 
 def _clean_on_fast_tree(source: str, tree: ast.Module, path: str, settings: Settings,
-                        verdict: "Optional[gate.Verdict]" = None) -> bool:
+                        verdict: "Optional[gate.Verdict]" = None,
+                        record: Optional[dict] = None) -> bool:
     """True if no rule reports anything on the libcst tree built from ``tree``
-    (reflint.fasttree); False if one does, or if that tree cannot be built or analysed."""
+    (reflint.fasttree); False if one does, or if that tree cannot be built or analysed.
+    ``record`` receives the tree's nesting depth and positions (``fasttree.convert``) and,
+    when a rule reported, the tree itself (``"module"``)."""
     try:
-        module = fasttree.convert(source, tree)
-        return not check_module(module, path, settings, source, verdict, first_only=True)
+        module = fasttree.convert(source, tree, record)
+        found = check_module(module, path, settings, source, verdict, first_only=True,
+                             positions=(record or {}).get("positions") or _NO_POSITIONS)
+        if found and record is not None:
+            record["module"] = module
+        return not found
     except Exception:  # noqa: BLE001 - libcst's own parse decides then
+        if record is not None:
+            record.clear()
         return False
+
+
+class _NoPositions:
+    """No positions (a check that only asks whether there is a finding needs none)."""
+
+    @staticmethod
+    def get(node):
+        return None
+
+
+_NO_POSITIONS = _NoPositions()
 
 
 def gate_verdict(source: str, settings: Settings,
@@ -395,11 +570,11 @@ def syntax_error_only(source: str, path: str) -> Optional[Diagnostic]:
     accepts syntax newer than the running interpreter's (``type X = ...`` on Python 3.11), so a
     file is reported only when libcst rejects it as well — the same verdict a candidate file
     gets."""
-    try:
-        compile(source, path, "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
+    error = _cpython_error(source, path)
+    if error is None:
         return None
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        pass
+    if not _libcst_may_parse(error, source):
+        return _rejected(source, path, error)
     try:
         parse_module(source)
     except cst.ParserSyntaxError as e:
@@ -411,7 +586,7 @@ def syntax_error_only(source: str, path: str) -> Optional[Diagnostic]:
 
 def check_module(module: cst.Module, path: str, settings: Settings,
                  source: Optional[str] = None, verdict: "Optional[gate.Verdict]" = None,
-                 first_only: bool = False) -> list:
+                 first_only: bool = False, positions=None) -> list:
     """The diagnostics of the enabled rules on ``module``. ``verdict``, the gate's answers for
     the same source, spares the rules that cannot fire and the work they say is useless (the
     analysis holds no Ref: only REF012, REF013 and REF015 can report; REF015's name walk only
@@ -423,6 +598,8 @@ def check_module(module: cst.Module, path: str, settings: Settings,
     if not rules:
         return []
     analysis = _analysis.ModuleAnalysis(module, path, settings, source, verdict)
+    if positions is not None:
+        analysis._positions = positions
     out = []
     seen = set()
     try:
@@ -604,7 +781,10 @@ def apply_edits(source: str, fixes: list) -> tuple[str, list]:
     chosen = []
     last_end = -1
     for start, end, edits, fix in spans:
-        if start < last_end or (start == last_end and chosen and start == chosen[-1][0]):
+        if chosen and start <= last_end:
+            # Overlapping or touching: an insertion at the end of a replaced span may belong
+            # to a node inside it (`-x_ref` rewritten, `[...]` added after `x_ref`). The
+            # next pass of fix_source applies it to the new text if it still applies.
             continue
         chosen.append((start, end, edits, fix))
         last_end = end

@@ -128,21 +128,55 @@ def unvalidated():
         _VALIDATION.off = was
 
 
-def convert(source: str, tree: Optional[ast.Module] = None) -> cst.Module:
+def convert(source: str, tree: Optional[ast.Module] = None,
+            record: Optional[dict] = None) -> cst.Module:
     """libcst's tree for ``source`` (whitespace aside), built from ``tree`` (``ast.parse`` of
-    ``source``, parsed here if not given). Raises ``Unsupported`` (or the parser's error)."""
+    ``source``, parsed here if not given). Raises ``Unsupported`` (or the parser's error).
+
+    With ``record``, also fills it in: ``"depth"``, the deepest expression nesting (libcst's
+    parser takes time quadratic in it on left-recursive chains such as ``x + x + ...``), and
+    ``"positions"``, an ``AstPositions`` giving the source position of the built expressions
+    and statements (for diagnostics when libcst's own parse is not used)."""
     if tree is None:
         tree = ast.parse(source)
+    builder = _Builder(source, record is not None)
     try:
         with unvalidated():
-            return _Builder(source).module(tree)
+            module = builder.module(tree)
     except RecursionError as e:
         raise Unsupported("nesting too deep") from e
+    if record is not None:
+        record["depth"] = builder.max_depth
+        record["positions"] = AstPositions(builder)
+    return module
+
+
+class AstPositions:
+    """``PositionProvider``-like ranges for the nodes of a tree built here, from the ``ast``
+    positions of the nodes they were built from (0-based columns in characters, computed for
+    the nodes asked about only)."""
+
+    def __init__(self, builder: "_Builder"):
+        self._origin = builder.origin
+        self._builder = builder
+
+    def get(self, node):
+        n = self._origin.get(id(node))
+        if n is None:
+            return None
+        col = self._builder._col
+        start = cst.metadata.CodePosition(n.lineno, col(n.lineno, n.col_offset))
+        end = cst.metadata.CodePosition(n.end_lineno, col(n.end_lineno, n.end_col_offset))
+        return cst.metadata.CodeRange(start, end)
 
 
 class _Builder:
-    def __init__(self, source: str):
+    def __init__(self, source: str, record: bool = False):
         self.source = source
+        # id(built node) -> the ast node it was built from (with ``record``); the built nodes
+        # stay alive with the tree, so their ids stay unique.
+        self.origin: Optional[dict] = {} if record else None
+        self.depth = self.max_depth = 0
         self.lines = _NEWLINE.split(source)
         self._ascii = source.isascii()
         self._inner_builder: Optional[_InnerBuilder] = None
@@ -242,12 +276,15 @@ class _Builder:
                     line = []
                 out.append(self.stmt(s))
                 continue
+            node = build(s)
+            if self.origin is not None:
+                self.origin[id(node)] = s
             if line and s.lineno == line_end:
-                line.append(build(s))
+                line.append(node)
             else:
                 if line:
                     out.append(N.SimpleStatementLine(body=line))
-                line = [build(s)]
+                line = [node]
             line_end = s.end_lineno
         if line:
             out.append(N.SimpleStatementLine(body=line))
@@ -265,13 +302,19 @@ class _Builder:
         build = self._small.get(type(s))
         if build is None:
             raise Unsupported(type(s).__name__)
-        return build(s)
+        node = build(s)
+        if self.origin is not None:
+            self.origin[id(node)] = s
+        return node
 
     def stmt(self, s):
         build = self._stmt.get(type(s))
         if build is None:
             raise Unsupported(type(s).__name__)  # syntax newer than this module
-        return build(s)
+        node = build(s)
+        if self.origin is not None:
+            self.origin[id(node)] = s
+        return node
 
     def type_parameters(self, n):
         """``def f[T: int, *Ts, **P]`` (Python >= 3.12, e.g. in JAX 0.12's own sources)."""
@@ -490,7 +533,14 @@ class _Builder:
     # -- expressions ---------------------------------------------------------------------
 
     def expr(self, n):
-        return self._expr[type(n)](n)
+        depth = self.depth = self.depth + 1
+        if depth > self.max_depth:
+            self.max_depth = depth
+        node = self._expr[type(n)](n)
+        self.depth = depth - 1
+        if self.origin is not None:
+            self.origin[id(node)] = n
+        return node
 
     def e_call(self, n):
         args = [self.arg(a) for a in n.args]
@@ -575,6 +625,7 @@ class _Builder:
         if self._inner_builder is None:
             self._inner_builder = _InnerBuilder(self.source)
             self._inner_builder.lines = self.lines
+            self._inner_builder.origin = self.origin
         return self._inner_builder.expr(n)
 
     def e_subscript(self, n):

@@ -49,9 +49,11 @@ class Flake8Plugin:
         try:
             tree = self.tree if isinstance(self.tree, ast.Module) else None
             result = lint_source(source, self.filename, settings, tree=tree)
-        except Exception as e:  # noqa: BLE001 - as `reflint check`: report, do not crash
-            yield 1, 0, (f"REF900 internal error while checking this file: "
-                         f"{type(e).__name__}: {e}"), type(self)
+        except (Exception, RecursionError, MemoryError) as e:  # noqa: BLE001 - as `reflint
+            # check`: report (REF903), do not crash
+            from .engine import internal_error
+
+            yield 1, 0, f"REF903 {internal_error(self.filename, e).message}", type(self)
             return
         for d in result.diagnostics:
             # flake8 columns are 0-based in the tuple; flake8 adds 1 when printing.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 from .diagnostics import SAFE
@@ -21,21 +22,46 @@ def _c(text: str, code: str, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
 
+_LINES = re.compile(r"\r\n|\r|\n")
+# Code frames show at most this many characters of a line, around the reported column.
+FRAME_WIDTH = 160
+
+
+def _frame(text: str, column: int, width: int) -> tuple:
+    """(shown text, caret column, caret width) for a code frame of ``text``: the whole line
+    when short, else a window around ``column`` marked with ``...``."""
+    if len(text) <= FRAME_WIDTH:
+        return text, column, width
+    start = max(0, column - 1 - FRAME_WIDTH // 3)
+    end = start + FRAME_WIDTH
+    shown = text[start:end]
+    lead = "..." if start else ""
+    tail = "..." if end < len(text) else ""
+    caret_col = column - start + len(lead)
+    width = max(1, min(width, len(shown) - (column - 1 - start)))
+    return lead + shown + tail, caret_col, width
+
+
 def format_text(diags, sources: dict, color: bool = False, unsafe_fixes: bool = False) -> str:
     out = []
+    lines_of: dict = {}  # path -> the source's lines (split once per file)
     for d in diags:
         head = (f"{_c(d.path, '1', color)}:{d.line}:{d.column}: "
                 f"{_c(d.code, '1;31', color)} {d.message}")
         out.append(head)
         src = sources.get(d.path)
         if src is not None:
-            lines = src.splitlines()
+            lines = lines_of.get(d.path)
+            if lines is None:
+                # Lines as Python counts them (str.splitlines also splits at form feeds).
+                lines = lines_of[d.path] = _LINES.split(src)
             if 0 < d.line <= len(lines):
                 text = lines[d.line - 1]
-                out.append(f"  {d.line:>4} | {text}")
                 width = (d.end_column - d.column) if d.end_line == d.line else \
                     max(1, len(text) - d.column + 1)
-                caret = " " * (d.column - 1) + "^" * max(1, width)
+                text, column, width = _frame(text, d.column, width)
+                out.append(f"  {d.line:>4} | {text}")
+                caret = " " * (column - 1) + "^" * max(1, width)
                 out.append(f"       | {_c(caret, '31', color)}")
         if d.fix is not None:
             if d.fix.applicability == SAFE:
@@ -129,9 +155,14 @@ def _artifact(path: str) -> dict:
     abspath = os.path.abspath(path)
     cwd = os.getcwd()
     rel = os.path.relpath(abspath, cwd) if not path.startswith("<") and path != "-" else path
+    # quote() of the file system's bytes: a name that is not valid UTF-8 is percent-encoded
+    # byte by byte instead of failing.
     if not rel.startswith(".."):
-        return {"uri": quote(rel.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
-    return {"uri": pathlib.Path(abspath).as_uri()}
+        return {"uri": quote(os.fsencode(rel.replace(os.sep, "/"))), "uriBaseId": "%SRCROOT%"}
+    try:
+        return {"uri": pathlib.Path(abspath).as_uri()}
+    except (ValueError, UnicodeError):
+        return {"uri": "file://" + quote(os.fsencode(abspath))}
 
 
 def _region(line: int, column: int, end_line: int = 0, end_column: int = 0) -> dict:

@@ -50,6 +50,8 @@ class Settings:
     # Directory that patterns are relative to (the configuration file's directory or cwd).
     root: str = ""
     config_file: Optional[str] = None
+    # Files larger than this many bytes are reported (REF904) and not read.
+    max_file_size: int = 2_000_000
 
     def enabled(self, code: str) -> bool:
         return code in self.select
@@ -94,7 +96,7 @@ def expand_codes(items, include_opt_in: bool = False) -> set:
             raise ValueError(f"expected a rule code, got {item!r}")
         item = item.strip()
         if not item:
-            continue
+            raise ValueError("empty rule code (an unset variable?)")
         if item.upper() == "ALL":
             out |= set(CODES) - set(opt_in)
             continue

@@ -279,6 +279,12 @@ def _is_whole_statement(stmt, target) -> bool:
     return False
 
 
+def _needs_parens() -> tuple:
+    """Values that change meaning (or stop parsing) as a bare call argument, or read
+    ambiguously there: parenthesized when moved into `.set(...)`."""
+    return (cst.Tuple, cst.Yield, cst.NamedExpr, cst.Lambda, cst.IfExp, cst.StarredElement)
+
+
 def _fix_factory(stmt, target, func, why):
     if not _is_whole_statement(stmt, target) or not isinstance(target.value, cst.Name):
         return None
@@ -300,8 +306,12 @@ def _fix_factory(stmt, target, func, why):
         code = analysis.module.code_for_node
         index = code(target)[len(code(target.value)):]
         value = code(stmt.value)
+        wrapped = False
+        if isinstance(stmt.value, _needs_parens()) and not getattr(stmt.value, "lpar", ()):
+            # Moved into a call: `v, 7.0` must stay one tuple argument, `yield v` one value.
+            value, wrapped = f"({value})", True
         if negate:
-            atomic = isinstance(stmt.value, _atomic()) and not stmt.value.lpar
+            atomic = wrapped or isinstance(stmt.value, _atomic()) and not stmt.value.lpar
             value = f"-{value}" if atomic else f"-({value})"
         new = f"{name} = {name}.at{index}.{meth}({value})"
         line, col, end_line, end_col = pos

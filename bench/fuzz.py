@@ -1,0 +1,82 @@
+"""The long fuzzing campaign: N generated JAX-flavoured programs through reflint.
+
+    python bench/fuzz.py --programs 10000 [--seed 0] [--out failures/]
+
+Each program (tests/fuzz_programs.py) must keep every property of
+``fuzz_programs.check_properties`` (no crash, no internal error, no REF900 on valid Python,
+positions inside the file, deterministic output, ``--fix`` output that parses and re-checks
+with nothing fixable left of the codes it fixed). Every 500th batch of programs is also
+written to a directory and checked with the CLI with ``--jobs 1``, ``--jobs 2`` and the cache
+on, whose outputs must be equal. Prints the count, the duration, the findings reported, and
+each failure (its program is saved under ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+import fuzz_programs  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--programs", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="fuzz-failures")
+    ap.add_argument("--batch", type=int, default=40, help="programs per CLI agreement check")
+    args = ap.parse_args(argv)
+    from reflint.engine import lint_source
+    from reflint.settings import Settings
+
+    rng = random.Random(args.seed)
+    start = time.time()
+    done = invalid = 0
+    failures = []
+    codes: collections.Counter = collections.Counter()
+    lines = 0
+    batch: list = []
+    while done < args.programs:
+        src = fuzz_programs.program(rng)
+        if not fuzz_programs.valid(src):
+            invalid += 1
+            continue
+        done += 1
+        lines += src.count("\n")
+        problems = fuzz_programs.check_properties(src)
+        for d in lint_source(src, "gen.py", Settings()).diagnostics:
+            codes[d.code] += 1
+        if problems:
+            os.makedirs(args.out, exist_ok=True)
+            path = os.path.join(args.out, f"fail_{done:06}.py")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(src)
+            failures.append((path, problems))
+            print(f"FAIL {path}: {problems}", flush=True)
+        batch.append(src)
+        if len(batch) == args.batch:
+            if done % (args.batch * 25) == 0:  # every 1000 programs with the defaults
+                for p in fuzz_programs.cli_agreement(batch):
+                    failures.append(("<batch>", [p]))
+                    print(f"FAIL batch ending at {done}: {p}", flush=True)
+            batch = []
+        if done % 1000 == 0:
+            print(f"{done} programs, {time.time() - start:.0f} s, {len(failures)} failures",
+                  flush=True)
+    took = time.time() - start
+    print(f"programs: {done} ({lines} lines; {invalid} generated programs were invalid "
+          f"Python and skipped), seed {args.seed}")
+    print(f"duration: {took:.1f} s ({took / max(done, 1) * 1000:.1f} ms a program)")
+    print("findings: " + ", ".join(f"{c} x{n}" for c, n in sorted(codes.items())))
+    print(f"failures: {len(failures)}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
