@@ -28,7 +28,7 @@ import libcst as cst
 
 from . import api
 from .values import (
-    QN, ArrayVal, ClassVal, DictVal, FuncAlts, FuncVal, InstanceVal, NnxVal, RefSeqVal, RefVal,
+    QN, ArrayVal, ClassVal, DictVal, OneOf, FuncVal, InstanceVal, NnxVal, RefSeqVal, RefVal,
     SeqVal, SpecialVal, Transform, TransformVal, Value, contains_ref, is_interesting, iter_refs,
     join, signature, tree_attribute,
 )
@@ -90,6 +90,10 @@ class FunctionInfo:
     # For a function defined at module level: the module's names when its def ran (a name
     # defined several times, one def per notebook cell, resolves to the def before it).
     def_env: Optional[dict] = None
+    # The enclosing scope's names at each call of this function made from that scope (this
+    # round): a free name the scope binds several times takes the values reaching the calls.
+    call_envs: list = field(default_factory=list)
+    local_only: Optional[bool] = None  # only called from its scope's own code (see _local_only)
 
     @property
     def is_module(self) -> bool:
@@ -818,12 +822,15 @@ class ModuleAnalysis:
         self._new_refs_mode: dict = {}
         self._forced_refs_mode: set = set()
         self._refs_mode = False  # NNX objects created now hold refs
+        self._rebound: dict = {}  # id(scope) -> names the scope binds more than once
+        self._cur_state: Optional[_State] = None  # the state of the statement being executed
         for info in self.functions.values():
             info.roles = {}
             info.returns = []
             info.closure_refs = {}
             info.summary = {}
             info.callers = []
+            info.call_envs = []
         self.module_info.summary = {}
         self.module_info.roles = {}
 
@@ -893,6 +900,7 @@ class ModuleAnalysis:
     def _eval_function(self, info: FunctionInfo) -> None:
         state = _State()
         self._func = info
+        self._cur_state = state
         self._refs_mode = info.refs_mode  # the last round's: every call site seen
         if info.is_module:
             self._exec_block(info.node.body, state)
@@ -998,6 +1006,7 @@ class ModuleAnalysis:
             self._exec(stmt, state)
 
     def _exec(self, stmt, state: _State) -> None:
+        self._cur_state = state
         t = type(stmt)
         if t is cst.SimpleStatementLine:
             for small in stmt.body:
@@ -1319,6 +1328,7 @@ class ModuleAnalysis:
         summary = self._func.summary if self._current_class is None else None
         if summary is not None:
             if name in summary:
+                self._rebound.setdefault(id(self._func), set()).add(name)
                 summary[name] = join(summary[name], value)
             else:
                 summary[name] = value
@@ -1393,8 +1403,8 @@ class ModuleAnalysis:
         while scope is not None:
             if name in scope.summary:
                 value = scope.summary[name]
-                if scope.is_module and not isinstance(value, FuncVal):
-                    value = self._def_time_value(name, info, value)
+                if name in self._rebound.get(id(scope), ()):
+                    value = self._call_time_value(name, info, scope, value)
                 if node is not None and contains_ref(value):
                     # Every function between here and the defining scope closes over it.
                     f = info
@@ -1407,20 +1417,89 @@ class ModuleAnalysis:
             return QN(f"builtins.{name}")
         return None
 
-    @staticmethod
-    def _def_time_value(name: str, info: FunctionInfo, value):
-        """A module-level name read in a function: the function that the name was bound to when
-        the enclosing top-level def ran, when the module binds the name to several values (one
-        kernel per notebook cell) and that one is a function."""
+    def _call_time_value(self, name: str, info: FunctionInfo, scope: FunctionInfo, value):
+        """A free name that ``scope`` binds several times (a notebook's cells, a test that
+        rebinds ``x_ref``, ``if jit: f = jax.jit(f)``), read in ``info``: the values that reach
+        the calls of the function of ``scope`` that holds ``info``, when that function is only
+        called from the scope's own code; otherwise, for a module-level name bound to functions,
+        the function it was bound to when that def ran (one kernel per notebook cell); otherwise
+        ``value``, the join of every binding."""
         f = info
-        while f.parent is not None and not f.parent.is_module:
+        while f.parent is not None and f.parent is not scope:
             f = f.parent
-        env = f.def_env
-        if env is not None:
-            at_def = env.get(name)
-            if isinstance(at_def, (FuncVal, FuncAlts)):
+        if f.parent is not scope:
+            return value
+        if f.call_envs and self._local_only(f, scope):
+            out = "none"
+            for env in f.call_envs:
+                if name not in env:
+                    out = "none"
+                    break
+                out = env[name] if out == "none" else join(out, env[name])
+            if out != "none":
+                return out
+        if scope.is_module and not isinstance(value, FuncVal) and f.def_env is not None:
+            at_def = f.def_env.get(name)
+            if isinstance(at_def, (FuncVal, OneOf)):
                 return at_def
         return value
+
+    @staticmethod
+    def _local_only(f: FunctionInfo, scope: FunctionInfo) -> bool:
+        """Whether ``f``, a def of ``scope``, is used only by ``scope``'s own statements, as a
+        call or as an argument (``jax.jit(f)``, ``lax.cond(p, f, g)``), and so runs only at
+        the calls the analysis sees there: the name ``f`` (and the names bound to expressions
+        that mention it, ``g = jax.jit(f)``) is not read in a nested function, returned,
+        yielded, stored in a container, an attribute or an item."""
+        if f.local_only is not None:
+            return f.local_only
+        ok = not f.is_lambda
+        if ok:
+            body = scope.node.body if scope.is_module else _body(scope.node.body)
+            names = {f.name}
+            changed = True
+            while changed:  # aliases: `g = jax.jit(f)`
+                changed = False
+                for node in walk_nodes(list(body), _in_own_scope):
+                    if type(node) is cst.Assign and len(node.targets) == 1 and \
+                            type(node.targets[0].target) is cst.Name and \
+                            node.targets[0].target.value not in names and any(
+                                type(n) is cst.Name and n.value in names
+                                for n in walk_nodes([node.value], _in_own_scope)):
+                        names.add(node.targets[0].target.value)
+                        changed = True
+            escaping = (cst.Return, cst.Yield, cst.List, cst.Tuple, cst.Set, cst.Dict,
+                        cst.Lambda, cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal)
+            stack = [(n, False) for n in body]
+            while stack and ok:
+                node, bad = stack.pop()
+                t = type(node)
+                if t is cst.Name:
+                    if bad and node.value in names:
+                        ok = False
+                    continue
+                if t is cst.FunctionDef and node is not f.node:
+                    for d in node.decorators:
+                        stack.append((d, bad))
+                    stack.append((node.body, True))
+                    stack.append((node.params, True))
+                    continue
+                if t is cst.FunctionDef:  # f's own def: its decorators run in the scope
+                    for d in node.decorators:
+                        stack.append((d, bad))
+                    continue
+                if t in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+                    targets = [tg.target for tg in node.targets] if t is cst.Assign else \
+                        [node.target]
+                    if any(type(tg) is not cst.Name for tg in targets):
+                        bad = True  # stored in an item or an attribute
+                    if node.value is not None:
+                        stack.append((node.value, bad))
+                    continue
+                bad = bad or t in escaping
+                stack.extend((c, bad) for c in child_nodes(node))
+        f.local_only = ok
+        return ok
 
     def _note_closure(self, name: str, label: str, value: Value, node) -> None:
         """Record ``value`` as closed over by every function between here and the scope that
@@ -1712,11 +1791,15 @@ class ModuleAnalysis:
             return self._call_qn(node, fv.qualname, args, state)
         if isinstance(fv, FuncVal):
             return self._call_func(node, fv, args, state)
-        if isinstance(fv, FuncAlts) and not any(f.transforms for f in fv.alts):
-            # `kernel = a if c else b; kernel(...)`: either local function runs.
+        if isinstance(fv, OneOf):
+            # `kernel = a if c else b; kernel(...)`, `if jit: f = jax.jit(f)`: each runs.
             out = "none"
             for f in fv.alts:
-                r = self._call_func(node, f, args, state)
+                f = self._forwarded_api(f) or f
+                if isinstance(f, QN):
+                    r = self._call_qn(node, f.qualname, args, state)
+                else:
+                    r = self._call_func(node, f, args, state)
                 out = r if out == "none" else join(out, r)
             return None if out == "none" else out
         if isinstance(fv, TransformVal):
@@ -1725,7 +1808,10 @@ class ModuleAnalysis:
                 return self._apply_api(api.API[fv.kind], target, node, fv.kwargs, fv.args,
                                        state, fv.node)
             a = api.API[fv.kind]
-            if isinstance(target, FuncAlts) and a.family is api.Family.KERNEL:
+            if isinstance(target, OneOf) and a.family is api.Family.TRANSFORM:
+                return _one_of(self._apply_api(a, f, node, fv.kwargs, fv.args, state, fv.node)
+                               for f in target.alts)
+            if isinstance(target, OneOf) and a.family is api.Family.KERNEL:
                 for f in target.alts:
                     self._apply_api(a, f, node, fv.kwargs, fv.args, state, fv.node)
                 if a.result is api.Result.LAUNCHER:
@@ -1811,6 +1897,13 @@ class ModuleAnalysis:
                 if a.primals:
                     return self._call_jvp_like(node, a, target, args, state)
                 return self._wrap(target, Transform(a.name, node, kwargs, rest), node)
+            if isinstance(target, OneOf):  # each of the functions a name may hold
+                if a.primals:
+                    for f in target.alts:
+                        self._call_jvp_like(node, a, f, args, state)
+                    return None
+                return _one_of(self._wrap(f, Transform(a.name, node, kwargs, rest), node)
+                               for f in target.alts)
             if target is None and not any(not arg.keyword for arg, _ in args):
                 return TransformVal(a.name, node, kwargs)
             return None
@@ -1827,7 +1920,7 @@ class ModuleAnalysis:
             target = positional[0][1] if positional else None
             if isinstance(target, FuncVal):
                 return self._apply_api(a, target, node, kwargs, (), state)
-            if isinstance(target, FuncAlts):  # `kernel = k1 if c else k2`: each may run
+            if isinstance(target, OneOf):  # `kernel = k1 if c else k2`: each may run
                 for f in target.alts:
                     self._apply_api(a, f, node, kwargs, (), state)
                 if a.result is api.Result.LAUNCHER:
@@ -1947,11 +2040,11 @@ class ModuleAnalysis:
             return FuncVal(target.info, target.transforms, target.bound_args + extra,
                            target.bound_kwargs + tuple(kwargs), target.self_value,
                            target.bound_kw_values + kw_values)
-        if isinstance(target, FuncAlts):
+        if isinstance(target, OneOf):
             alts = [self._call_partial(node, [(args[0][0], f)] + list(args[1:]))
                     for f in target.alts]
             if all(isinstance(f, FuncVal) for f in alts):
-                return FuncAlts(tuple(alts))
+                return OneOf(tuple(alts))
         return None
 
     def _forwarded_api(self, fv: FuncVal) -> Optional[QN]:
@@ -2060,7 +2153,7 @@ class ModuleAnalysis:
             # Calling a kernel launcher (pallas_call(k), emit_pipeline(body), pl.kernel(body),
             # run_state(f)) with operands: the kernel runs on refs.
             kernel = fv.target
-            kernels = kernel.alts if isinstance(kernel, FuncAlts) else (kernel,)
+            kernels = kernel.alts if isinstance(kernel, OneOf) else (kernel,)
             targets = [k.info for k in kernels if isinstance(k, FuncVal)]
             if targets:
                 self.traced_calls.append(TracedCall(
@@ -2183,6 +2276,8 @@ class ModuleAnalysis:
                 self._seed(info, name, b.value)
         self._note_refs_mode(info, self._refs_mode)
         info.callers.append((self._func, node))
+        if info.parent is self._func and self._cur_state is not None:
+            info.call_envs.append(dict(self._cur_state.env))
         operands = [(b.value, b.expr) for b in bindings.values() if b.expr is not None]
         if mode == "traced":
             self.traced_calls.append(TracedCall(
@@ -2241,8 +2336,9 @@ class ModuleAnalysis:
                     found = [(_slice_of(v), e) for v, e in found]
                 values.extend(found if (found or s.rest) else [(None, None)])
             for f in fns:
-                if isinstance(f, FuncVal):
-                    calls.append((f, values, c.role))
+                for g in (f.alts if isinstance(f, OneOf) else (f,)):
+                    if isinstance(g, FuncVal):
+                        calls.append((g, values, c.role))
         operands = [item for s in a.operands for item in given(s)]
         targets = []
         all_bindings = {}
@@ -2399,6 +2495,15 @@ def dotted_name(node) -> Optional[str]:
 
 def _as_name(asname: cst.AsName) -> Optional[str]:
     return asname.name.value if isinstance(asname.name, cst.Name) else None
+
+
+def _one_of(values) -> Optional[Value]:
+    """The join of the values of several alternatives (a OneOf of functions)."""
+    out: Optional[Value] = None
+    first = True
+    for v in values:
+        out, first = (v if first else join(out, v)), False
+    return out
 
 
 def _first_positional(args) -> Optional[Value]:
