@@ -319,6 +319,18 @@ class KernelEntry:
 
 
 @dataclass(eq=False)
+class TracedConstructor:
+    """A ref constructor itself given to a transform and called: ``jax.jit(jax.new_ref)(x)``
+    traces a function whose output is the new ref."""
+
+    node: cst.Call  # the call of the transformed constructor
+    func: FunctionInfo  # where the call is
+    transform: str  # the transform's API name (its role says whether outputs may be refs)
+    constructor: str  # the constructor's API name
+    transform_node: cst.CSTNode  # the transform call (`jax.jit(jax.new_ref)`)
+
+
+@dataclass(eq=False)
 class KernelLaunch:
     """A kernel launcher called with its operands: ``pallas_call(kernel, ...)(x, y)``."""
 
@@ -814,6 +826,7 @@ class ModuleAnalysis:
         self.mutating_calls: list[MutatingCall] = []
         self.kernel_entries: list[KernelEntry] = []
         self.kernel_launches: list[KernelLaunch] = []
+        self.traced_constructors: list[TracedConstructor] = []
         self._new_seeds: dict = {}  # id(info) -> {param: Value}
         self._new_returns: dict = {}  # id(info) -> Value
         self._new_attrs: dict = {}  # id(cls) -> {attr: Value}
@@ -1906,6 +1919,11 @@ class ModuleAnalysis:
                                for f in target.alts)
             if target is None and not any(not arg.keyword for arg, _ in args):
                 return TransformVal(a.name, node, kwargs)
+            if isinstance(target, QN) and a.role is not None:
+                ctor = api.lookup(target.qualname)
+                if ctor is not None and ctor.family is F.REF_CONSTRUCTOR:
+                    # `jax.jit(jax.new_ref)`: the traced function returns the ref it makes.
+                    return SpecialVal("traced_constructor", ctor.name, node, a.name)
             return None
         if fam is F.PARTIAL:
             return self._call_partial(node, args)
@@ -2113,6 +2131,10 @@ class ModuleAnalysis:
         self._add_role(info, callee.role, node)
 
     def _call_special(self, node, fv: SpecialVal, args, state) -> Optional[Value]:
+        if fv.kind == "traced_constructor":
+            self.traced_constructors.append(TracedConstructor(node, self._func, fv.api_name,
+                                                              fv.target, fv.node))
+            return None
         if fv.kind == "vjp_fn":  # the VJP function applied to cotangents
             self.vjp_applications.append(VjpApplication(node, fv.target, self._func))
             return None
