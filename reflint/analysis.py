@@ -1885,6 +1885,11 @@ class ModuleAnalysis:
                 self.freezes.append(Freeze(node, self._func, target[0].value, ref))
                 state.frozen.setdefault(ref.key, node)  # the first freeze ends the ref
             return ArrayVal(node)
+        if fam is F.FREE:  # jax.free_ref(ref) ends the ref, as a freeze does
+            target = _first_positional_arg(args)
+            if target is not None and isinstance(target[1], RefVal):
+                state.frozen.setdefault(target[1].key, node)
+            return None
         if fam is F.REF_READ:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):

@@ -253,6 +253,7 @@ class Family(enum.Enum):
     REF_READ = "ref read"
     REF_WRITE = "ref write"
     FREEZE = "freeze"
+    FREE = "free"  # ends a ref without a value (jax.free_ref)
     TRANSFORM = "function transform"  # f -> f' (jit, vmap, grad, checkpoint, custom_vjp ...)
     CONTROL_FLOW = "control flow"  # calls its functions now (scan, cond, while_loop ...)
     KERNEL = "Pallas kernel entry point"  # its functions take refs
@@ -405,6 +406,11 @@ APIS: tuple = (
         Family.REF_TYPE, ref_source=True),
     Api("freeze", ("jax.freeze", "jax.ref.freeze", "jax._src.core.freeze", "jax._src.ref.freeze"),
         Family.FREEZE, Result.ARRAY),
+    # Measured 0.10.2 and 0.12.0.1: inside jit a use after free fails like one after freeze
+    # (`get`/`swap` must be called on `Ref` types; 0.12 accepts the write), a second free or a
+    # freeze fails with KeyError; at top level nothing is checked.
+    Api("free_ref", ("jax.free_ref", "jax.ref.free_ref", "jax._src.core.free_ref"),
+        Family.FREE, Result.NONE),
     Api("ref_get", ("jax.ref.get", "jax._src.ref.get", "jax._src.state.primitives.ref_get"),
         Family.REF_READ, Result.ARRAY),
     Api("ref_set", ("jax.ref.set", "jax._src.ref.set", "jax._src.state.primitives.ref_set"),
@@ -642,6 +648,7 @@ def family(*families: Family) -> frozenset:
 
 # Canonical names, for the analysis and the rules (each is an entry above).
 NEW_REF, EMPTY_REF, FREEZE, REF_TYPE = "new_ref", "empty_ref", "freeze", "Ref"
+FREE_REF = "free_ref"
 REF_GET, REF_SET, REF_SWAP, REF_ADDUPDATE = "ref_get", "ref_set", "ref_swap", "ref_addupdate"
 JIT, VMAP, PMAP, SHARD_MAP = "jit", "vmap", "pmap", "shard_map"
 GRAD, VALUE_AND_GRAD, JACREV, JACFWD, HESSIAN = "grad", "value_and_grad", "jacrev", "jacfwd", \

@@ -167,7 +167,7 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
      "A Pallas kernel returns nothing: write its results into its output refs "
      "(o_ref[...] = value) instead of returning them."),
     ("REF010", re.compile(r"`(?:get|swap|addupdate)` must be called on `Ref` types"),
-     "The ref was used after jax.freeze; freeze a ref only after its last use."),
+     "The ref was used after jax.freeze (or jax.free_ref); end a ref only after its last use."),
     ("REF007", re.compile(
         r"did you forget to unpack"
         r"|'(?:Abstract)?(?:Array|Transformed)?Ref' object has no attribute"
