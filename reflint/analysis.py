@@ -444,6 +444,11 @@ class ModuleAnalysis:
     def value_of(self, node: cst.CSTNode) -> Optional[Value]:
         return self._values.get(id(node))
 
+    def static_value(self, expr, info: Optional[FunctionInfo] = None) -> Optional[Value]:
+        """The value of a name or dotted name read where the analysis does not evaluate it (an
+        annotation), from the bindings of ``info``'s scopes (default: the module's)."""
+        return self._lookup_static(expr, info or self.module_info)
+
     def ref_of(self, node: cst.CSTNode) -> Optional[RefVal]:
         v = self._values.get(id(node))
         return v if isinstance(v, RefVal) else None
