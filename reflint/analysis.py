@@ -1805,6 +1805,14 @@ class ModuleAnalysis:
                                                         self._func))
         if isinstance(fv, FuncVal):
             fv = self._forwarded_api(fv) or fv
+        if isinstance(fv, FuncVal) and args and not args[0][0].keyword and \
+                not args[0][0].star and self._applies_first(fv):
+            # `def call(f, *args): return f(*args)`: `call(g, a, b)` calls `g(a, b)` here.
+            fv, args = args[0][1], args[1:]
+            if not isinstance(fv, (FuncVal, OneOf, QN)):
+                return None
+            if isinstance(fv, FuncVal):
+                fv = self._forwarded_api(fv) or fv
         if isinstance(fv, QN):
             return self._call_qn(node, fv.qualname, args, state)
         if isinstance(fv, FuncVal):
@@ -2084,6 +2092,38 @@ class ModuleAnalysis:
         info = fv.info
         return self.cached(("forwards", id(info)), lambda: self._forwarding(info))
 
+    def _applies_first(self, fv: FuncVal) -> bool:
+        """``fv`` only calls its first parameter with the rest of its arguments
+        (``def call(f, *args, **kw): return f(*args, **kw)``)."""
+        if fv.transforms or fv.bound_args or fv.bound_kwargs or fv.self_value is not None:
+            return False
+        info = fv.info
+        return self.cached(("applies", id(info)), lambda: self._applying(info))
+
+    @staticmethod
+    def _applying(info: FunctionInfo) -> bool:
+        node = info.node
+        if type(node) is not cst.FunctionDef or node.decorators or info.is_method:
+            return False
+        ps = info.params
+        if len(ps) not in (2, 3) or ps[0].kind not in ("pos", "posonly") or \
+                ps[1].kind != "vararg" or (len(ps) == 3 and ps[2].kind != "kwarg"):
+            return False
+        stmts = [st for st in getattr(node.body, "body", ())]
+        if stmts and _is_docstring(stmts[0]):
+            stmts = stmts[1:]
+        if len(stmts) != 1 or type(stmts[0]) is not cst.SimpleStatementLine or \
+                len(stmts[0].body) != 1 or type(stmts[0].body[0]) not in (cst.Return, cst.Expr):
+            return False
+        call = stmts[0].body[0].value
+        if type(call) is not cst.Call or type(call.func) is not cst.Name or \
+                call.func.value != ps[0].name:
+            return False
+        want = [("*", ps[1].name)] + ([("**", ps[2].name)] if len(ps) == 3 else [])
+        got = [(a.star, a.value.value if type(a.value) is cst.Name else None)
+               for a in call.args]
+        return got == want
+
     def _forwarding(self, info: FunctionInfo) -> Optional[QN]:
         node = info.node
         if type(node) is not cst.FunctionDef or node.decorators:
@@ -2235,7 +2275,11 @@ class ModuleAnalysis:
             last = max((i for i, (a, _) in enumerate(args) if not a.keyword and
                         a.star != "**"), default=-1)
             seq = args[starred[0]][1]
-            if len(starred) == 1 and starred[0] == last and isinstance(seq, RefSeqVal) and \
+            if len(starred) == 1 and starred[0] == last and isinstance(seq, SeqVal):
+                # `f(*args)` with `args` a tuple of known length (`def call(f, *args)`).
+                a_star = args[starred[0]][0]
+                positional += [(a_star, v, a_star.value) for v in seq.items]
+            elif len(starred) == 1 and starred[0] == last and isinstance(seq, RefSeqVal) and \
                     seq.exact:
                 # `f(a, *refs)`: the tuple of refs fills the parameters left (Pallas kernels
                 # handing their `*refs` to a helper).
@@ -2306,6 +2350,11 @@ class ModuleAnalysis:
         for name, b in bindings.items():
             if b.param is not None and is_interesting(b.value):
                 self._seed(info, name, b.value)
+        if vararg is not None and len(ordered) > len(pos_params):
+            # `def call(f, *args)`: the extra positional arguments, a tuple of known length.
+            extra = SeqVal(tuple(v for _, v, _ in ordered[len(pos_params):]))
+            if is_interesting(extra):
+                self._seed(info, vararg.name, extra)
         self._note_refs_mode(info, self._refs_mode)
         info.callers.append((self._func, node))
         if info.parent is self._func and self._cur_state is not None:
