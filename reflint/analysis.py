@@ -28,8 +28,8 @@ import libcst as cst
 
 from . import api
 from .values import (
-    QN, ArrayVal, ClassVal, DictVal, OneOf, FuncVal, InstanceVal, NnxVal, RefSeqVal, RefVal,
-    SeqVal, SpecialVal, Transform, TransformVal, Value, contains_ref, is_interesting, iter_refs,
+    QN, ArrayVal, ClassVal, DictVal, FuncVal, InstanceVal, NnxVal, OneOf, RefSeqVal, RefVal,
+    SeqVal, as_view, SpecialVal, Transform, TransformVal, Value, contains_ref, is_interesting, iter_refs,
     join, signature, tree_attribute,
 )
 
@@ -1599,7 +1599,7 @@ class ModuleAnalysis:
             if isinstance(base, RefSeqVal):
                 return _seq_item(base, node)
             if isinstance(base, SpecialVal) and base.kind == "ref_at":
-                return base.target
+                return as_view(base.target, ".at[...]")
             if isinstance(base, (SeqVal, DictVal)):
                 key = _const_index(node)
                 if key is not None:
@@ -2220,7 +2220,8 @@ class ModuleAnalysis:
                 self._add_role(rule.info, api.Role.CUSTOM_JVP_RULE, node)
             return None
         if fv.kind == "ref_view":  # x_ref.reshape(...), .bitcast(...), .transpose(...)
-            return fv.target
+            attr = node.func.attr.value if isinstance(node.func, cst.Attribute) else "view"
+            return as_view(fv.target, f".{attr}(...)")
         if fv.kind == "launcher":
             # Calling a kernel launcher (pallas_call(k), emit_pipeline(body), pl.kernel(body),
             # run_state(f)) with operands: the kernel runs on refs.

@@ -101,6 +101,14 @@ class RoleInfo:
     # a fori_loop / while_loop body inside a Pallas kernel (measured on 0.10.2 under
     # interpret=True; a cond branch or a scan body returning a ref still fails there).
     carries_refs_unchecked: bool = False
+    # A ref view (`x_ref.at[1:6]`, `.reshape(...)`: a TransformedRef) given to it as an
+    # operand (REF020): JAX's error by version ("" from a version on: accepted).
+    view_operand_error: tuple = ()
+    # A loop condition (REF021): JAX's error, by version, when it writes a ref that the other
+    # functions of the same call (the loop body) write; and, when the loop runs eagerly, when
+    # it uses (reads or writes) a ref that they use.
+    shared_write_error: tuple = ()
+    eager_shared_ref_error: tuple = ()
 
 
 _SCAN_FREEZE = ((None, "JAX fails with an empty `AssertionError`"),)
@@ -138,6 +146,13 @@ ROLES: dict = {
                              "...`"),)),
     Role.WHILE_COND: RoleInfo(
         "a lax.while_loop condition", once_per_trace=True, repeats="iteration",
+        # Measured on 0.10.2 and 0.12.0.1 (a ref closed over by both functions).
+        shared_write_error=((None, "JAX raises `NotImplementedError: Cannot write to the same "
+                                   "ref in both cond and body of while loop`"),),
+        eager_shared_ref_error=((None, "outside jit JAX raises `ValueError: only one reference "
+                                       "to a mutable array may be passed as an argument to a "
+                                       "function, but when tracing while ...`, even when "
+                                       "neither writes it"),),
         freeze_error=((None, "JAX fails with `ValueError: foreach() argument 2 is shorter "
                              "...`"),)),
     Role.CHECKPOINT: RoleInfo(
@@ -160,6 +175,10 @@ ROLES: dict = {
             ((0, 10), _MAP_ERROR_0_10 + " (eager shard_map: an empty `AssertionError`)"))),
     Role.VMAP: RoleInfo(
         "a vmapped function", once_per_trace=True, repeats="batch element", maps=True,
+        # Measured on 0.10.2 (in jit: 0.10's concrete Ref has no `.at`) and 0.12.0.1 (in jit
+        # and eagerly). jit, checkpoint, cond, scan and shard_map take views on both.
+        view_operand_error=((None, "JAX raises `TypeError: When tracing ... for vmap, "
+                                   "TransformedRefs are not allowed`"),),
         mapped_write_error=(
             (None, "JAX fails with `Exception: performing a set/swap operation with vmapped "
                    "value ...` for a per-element value, and silently writes an "

@@ -47,6 +47,17 @@ class RefVal(Value):
     tree: str = ""
     cls: Optional["ClassInfo"] = None  # a module of a class of this file: its attributes
     root: Optional["RefVal"] = None  # read as an attribute of this tree (`model.bias`)
+    view: str = ""  # a view of the ref (`x_ref.at[1:6]`, `.reshape(...)`): how it was made
+
+
+def as_view(ref: "RefVal", how: str) -> "RefVal":
+    """``ref`` seen through a view (``.at[...]``, ``.reshape(...)``): the same ref (its key),
+    marked as a view."""
+    if ref.view or ref.tree:
+        return ref
+    return RefVal(key=ref.key, origin=ref.origin, node=ref.node, scope=ref.scope, name=ref.name,
+                  kwargs=ref.kwargs, unique=ref.unique, tree=ref.tree, cls=ref.cls,
+                  root=ref.root, view=how)
 
 
 @dataclass(eq=False)

@@ -24,8 +24,7 @@ VERBS = {"read": "read", "write": "written", "freeze": "frozen again", "pass": "
 
 
 class UseAfterFreeze(Rule):
-    """A Ref is read, written, frozen again or passed on after `jax.freeze(ref)` or
-    `jax.free_ref(ref)`.
+    """A Ref is used, frozen or freed again after `jax.freeze(ref)` or `jax.free_ref(ref)`.
 
     ## What it does
     Reports, in the function (or module) that calls `jax.freeze(ref)` or `jax.free_ref(ref)`,
