@@ -181,7 +181,7 @@ def test_runtime_reports_an_unwritten_output_and_spares_aliased_ones():
     s = jax.ShapeDtypeStruct((8,), jnp.float32)
 
     def rebound(x_ref, o_ref):
-        o_ref = x_ref[...] * 2.0  # noqa: F841
+        o_ref = x_ref[...] * 2.0  # noqa: F841, REF019
 
     def in_place(x_ref, o_ref):
         x_ref[...] += 1.0
