@@ -1,18 +1,24 @@
 from __future__ import annotations
 
-import libcst as cst
+import functools
 
+from reflint._lazy import lazy
 from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal, DictVal, RefSeqVal, RefVal, SeqVal
 
 from ._common import REF_EVIDENCE
 
-# Expressions that never evaluate to None.
-_NOT_NONE = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
-             cst.FormattedString, cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp,
-             cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.BinaryOperation,
-             cst.UnaryOperation, cst.Comparison, cst.Lambda)
+cst = lazy("libcst")
+
+
+@functools.cache
+def _not_none() -> tuple:
+    """Expressions that never evaluate to None (libcst is loaded only when a rule runs)."""
+    return (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+            cst.FormattedString, cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp,
+            cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.BinaryOperation,
+            cst.UnaryOperation, cst.Comparison, cst.Lambda)
 
 
 class KernelReturnsValue(Rule):
@@ -99,4 +105,4 @@ def _certainly_a_value(expr, value) -> bool:
         return False
     if isinstance(value, (ArrayVal, RefVal, SeqVal, DictVal, RefSeqVal)):
         return True
-    return isinstance(expr, _NOT_NONE)
+    return isinstance(expr, _not_none())

@@ -1,18 +1,28 @@
 from __future__ import annotations
 
-import libcst as cst
+import functools
 
-from reflint.analysis import walk_nodes
+from reflint._lazy import lazy
 from reflint.diagnostics import SAFE, Edit, Fix
 from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal
 
 from ._common import REF_EVIDENCE, parents_of
 
-# Values that are never a ref: a rebinding to one of them cannot be a ref view.
-_NOT_A_REF = (cst.Integer, cst.Float, cst.Imaginary, cst.BinaryOperation, cst.UnaryOperation,
-              cst.Comparison)
-_LOOPS = (cst.For, cst.While)
+cst = lazy("libcst")
+_analysis = lazy("reflint.analysis")
+
+
+@functools.cache
+def _not_a_ref() -> tuple:
+    """Values that are never a ref: a rebinding to one of them cannot be a ref view."""
+    return (cst.Integer, cst.Float, cst.Imaginary, cst.BinaryOperation, cst.UnaryOperation,
+            cst.Comparison)
+
+
+@functools.cache
+def _loops() -> tuple:
+    return (cst.For, cst.While)
 
 
 class OutputRefRebound(Rule):
@@ -96,14 +106,14 @@ class OutputRefRebound(Rule):
                 continue
             body = info.node.body.body if isinstance(info.node.body, cst.IndentedBlock) else \
                 info.node.body.body
-            for stmt in walk_nodes(list(body), into=_own_scope):
+            for stmt in _analysis.walk_nodes(list(body), into=_own_scope):
                 if type(stmt) is not cst.Assign or len(stmt.targets) != 1:
                     continue
                 target = stmt.targets[0].target
                 if type(target) is not cst.Name or target.value not in outputs:
                     continue
                 value = analysis.value_of(stmt.value)
-                if not (isinstance(value, ArrayVal) or isinstance(stmt.value, _NOT_A_REF)):
+                if not (isinstance(value, ArrayVal) or isinstance(stmt.value, _not_a_ref())):
                     continue
                 name = target.value
                 fix = None
@@ -131,10 +141,10 @@ def _read_after(analysis, info, stmt, name: str) -> bool:
     loops = []
     p = parents.get(id(stmt))
     while p is not None and p is not info.node:
-        if isinstance(p, _LOOPS):
+        if isinstance(p, _loops()):
             loops.append(p)
         p = parents.get(id(p))
-    for node in walk_nodes([info.node.body]):
+    for node in _analysis.walk_nodes([info.node.body]):
         if type(node) is not cst.Name or node.value != name or node is stmt.targets[0].target:
             continue
         npos = analysis.position(node)
