@@ -109,6 +109,8 @@ class RoleInfo:
     # it uses (reads or writes) a ref that they use.
     shared_write_error: tuple = ()
     eager_shared_ref_error: tuple = ()
+    # ... and when, traced, it reads a ref that the body writes (what JAX does instead).
+    stale_read_error: tuple = ()
 
 
 _SCAN_FREEZE = ((None, "JAX fails with an empty `AssertionError`"),)
@@ -153,6 +155,9 @@ ROLES: dict = {
                                        "to a mutable array may be passed as an argument to a "
                                        "function, but when tracing while ...`, even when "
                                        "neither writes it"),),
+        stale_read_error=((None, "JAX evaluates the condition on the ref's value from before "
+                                 "the loop and never sees the body's writes (no error: a loop "
+                                 "meant to end on it runs on, or never ends)"),),
         freeze_error=((None, "JAX fails with `ValueError: foreach() argument 2 is shorter "
                              "...`"),)),
     Role.CHECKPOINT: RoleInfo(

@@ -7,7 +7,8 @@ from ._common import REF_EVIDENCE, ref_name
 
 # Roles of loop conditions that may not share refs with the rest of the loop.
 COND_ROLES = frozenset(r for r, info in api.ROLES.items()
-                       if info.shared_write_error or info.eager_shared_ref_error)
+                       if info.shared_write_error or info.eager_shared_ref_error or
+                       info.stale_read_error)
 
 
 class RefWrittenInWhileCondAndBody(Rule):
@@ -15,9 +16,11 @@ class RefWrittenInWhileCondAndBody(Rule):
 
     ## What it does
     Reports a write, in a `lax.while_loop` condition (or a function it calls), to a ref that
-    the loop body also writes: both close over the same ref. When the loop runs outside `jit`
-    (eagerly), it also reports a ref the condition and the body merely both use: JAX fails
-    there even if neither writes it.
+    the loop body also writes: both close over the same ref. Under `jit` it also reports a
+    read, in the condition, of a ref the body writes: JAX evaluates the condition on the
+    ref's value from before the loop, so the loop never sees the body's writes. When the loop
+    runs outside `jit` (eagerly), it reports a ref the condition and the body merely both use:
+    JAX fails there even if neither writes it.
 
     ## Why is this bad?
     JAX cannot order the condition's and the body's effects on one ref and refuses the loop:
@@ -77,8 +80,10 @@ class RefWrittenInWhileCondAndBody(Rule):
 
     ## JAX versions
     Measured on 0.10.2 and 0.12.0.1: under `jit`, writes in both fail
-    (`NotImplementedError`); outside `jit`, any ref closed over by both fails (`ValueError`).
-    A ref written by only one of them and read by the other is fine under `jit`.
+    (`NotImplementedError`); a condition reading a ref the body writes silently sees its
+    pre-loop value (`x_ref[...] < 3` with the body adding 1 never ends; `(i < 10) & (x_ref[...]
+    < 3)` runs 10 iterations); outside `jit`, any ref closed over by both fails (`ValueError`).
+    A ref written by the condition and only read by the body is not reported.
 
     ## Runtime message
     `NotImplementedError: Cannot write to the same ref in both cond and body of while loop.`
@@ -102,6 +107,7 @@ class RefWrittenInWhileCondAndBody(Rule):
                 info = api.role_info(role)
                 write_error = api.by_version(info.shared_write_error, version)
                 use_error = api.by_version(info.eager_shared_ref_error, version) if eager else ""
+                read_error = "" if eager else api.by_version(info.stale_read_error, version)
                 cond_extent = analysis.trace_extent(cond)
                 others = set()
                 for t in call.targets:
@@ -122,6 +128,8 @@ class RefWrittenInWhileCondAndBody(Rule):
                         error = write_error
                     elif use_error:
                         error = use_error
+                    elif not acc.is_write and body_uses[acc.ref.key] and read_error:
+                        error = read_error
                     else:
                         continue
                     reported.add(acc.ref.key)
