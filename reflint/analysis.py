@@ -28,8 +28,8 @@ import libcst as cst
 
 from . import api
 from .values import (
-    QN, ArrayVal, ClassVal, DictVal, FuncAlts, FuncVal, InstanceVal, NnxVal, RefSeqVal, RefVal,
-    SeqVal, SpecialVal, Transform, TransformVal, Value, contains_ref, is_interesting, iter_refs,
+    QN, ArrayVal, ClassVal, DictVal, FuncVal, InstanceVal, NnxVal, OneOf, RefSeqVal, RefVal,
+    SeqVal, as_view, SpecialVal, Transform, TransformVal, Value, contains_ref, is_interesting, iter_refs,
     join, signature, tree_attribute,
 )
 
@@ -90,6 +90,10 @@ class FunctionInfo:
     # For a function defined at module level: the module's names when its def ran (a name
     # defined several times, one def per notebook cell, resolves to the def before it).
     def_env: Optional[dict] = None
+    # The enclosing scope's names at each call of this function made from that scope (this
+    # round): a free name the scope binds several times takes the values reaching the calls.
+    call_envs: list = field(default_factory=list)
+    local_only: Optional[bool] = None  # only called from its scope's own code (see _local_only)
 
     @property
     def is_module(self) -> bool:
@@ -315,6 +319,18 @@ class KernelEntry:
 
 
 @dataclass(eq=False)
+class TracedConstructor:
+    """A ref constructor itself given to a transform and called: ``jax.jit(jax.new_ref)(x)``
+    traces a function whose output is the new ref."""
+
+    node: cst.Call  # the call of the transformed constructor
+    func: FunctionInfo  # where the call is
+    transform: str  # the transform's API name (its role says whether outputs may be refs)
+    constructor: str  # the constructor's API name
+    transform_node: cst.CSTNode  # the transform call (`jax.jit(jax.new_ref)`)
+
+
+@dataclass(eq=False)
 class KernelLaunch:
     """A kernel launcher called with its operands: ``pallas_call(kernel, ...)(x, y)``."""
 
@@ -427,6 +443,11 @@ class ModuleAnalysis:
 
     def value_of(self, node: cst.CSTNode) -> Optional[Value]:
         return self._values.get(id(node))
+
+    def static_value(self, expr, info: Optional[FunctionInfo] = None) -> Optional[Value]:
+        """The value of a name or dotted name read where the analysis does not evaluate it (an
+        annotation), from the bindings of ``info``'s scopes (default: the module's)."""
+        return self._lookup_static(expr, info or self.module_info)
 
     def ref_of(self, node: cst.CSTNode) -> Optional[RefVal]:
         v = self._values.get(id(node))
@@ -814,6 +835,7 @@ class ModuleAnalysis:
         self.mutating_calls: list[MutatingCall] = []
         self.kernel_entries: list[KernelEntry] = []
         self.kernel_launches: list[KernelLaunch] = []
+        self.traced_constructors: list[TracedConstructor] = []
         self._new_seeds: dict = {}  # id(info) -> {param: Value}
         self._new_returns: dict = {}  # id(info) -> Value
         self._new_attrs: dict = {}  # id(cls) -> {attr: Value}
@@ -822,12 +844,15 @@ class ModuleAnalysis:
         self._new_refs_mode: dict = {}
         self._forced_refs_mode: set = set()
         self._refs_mode = False  # NNX objects created now hold refs
+        self._rebound: dict = {}  # id(scope) -> names the scope binds more than once
+        self._cur_state: Optional[_State] = None  # the state of the statement being executed
         for info in self.functions.values():
             info.roles = {}
             info.returns = []
             info.closure_refs = {}
             info.summary = {}
             info.callers = []
+            info.call_envs = []
         self.module_info.summary = {}
         self.module_info.roles = {}
 
@@ -897,6 +922,7 @@ class ModuleAnalysis:
     def _eval_function(self, info: FunctionInfo) -> None:
         state = _State()
         self._func = info
+        self._cur_state = state
         self._refs_mode = info.refs_mode  # the last round's: every call site seen
         if info.is_module:
             self._exec_block(info.node.body, state)
@@ -1002,6 +1028,7 @@ class ModuleAnalysis:
             self._exec(stmt, state)
 
     def _exec(self, stmt, state: _State) -> None:
+        self._cur_state = state
         t = type(stmt)
         if t is cst.SimpleStatementLine:
             for small in stmt.body:
@@ -1385,6 +1412,7 @@ class ModuleAnalysis:
         summary = self._func.summary if self._current_class is None else None
         if summary is not None:
             if name in summary:
+                self._rebound.setdefault(id(self._func), set()).add(name)
                 summary[name] = join(summary[name], value)
             else:
                 summary[name] = value
@@ -1459,8 +1487,8 @@ class ModuleAnalysis:
         while scope is not None:
             if name in scope.summary:
                 value = scope.summary[name]
-                if scope.is_module and not isinstance(value, FuncVal):
-                    value = self._def_time_value(name, info, value)
+                if name in self._rebound.get(id(scope), ()):
+                    value = self._call_time_value(name, info, scope, value)
                 if node is not None and contains_ref(value):
                     # Every function between here and the defining scope closes over it.
                     f = info
@@ -1473,20 +1501,89 @@ class ModuleAnalysis:
             return QN(f"builtins.{name}")
         return None
 
-    @staticmethod
-    def _def_time_value(name: str, info: FunctionInfo, value):
-        """A module-level name read in a function: the function that the name was bound to when
-        the enclosing top-level def ran, when the module binds the name to several values (one
-        kernel per notebook cell) and that one is a function."""
+    def _call_time_value(self, name: str, info: FunctionInfo, scope: FunctionInfo, value):
+        """A free name that ``scope`` binds several times (a notebook's cells, a test that
+        rebinds ``x_ref``, ``if jit: f = jax.jit(f)``), read in ``info``: the values that reach
+        the calls of the function of ``scope`` that holds ``info``, when that function is only
+        called from the scope's own code; otherwise, for a module-level name bound to functions,
+        the function it was bound to when that def ran (one kernel per notebook cell); otherwise
+        ``value``, the join of every binding."""
         f = info
-        while f.parent is not None and not f.parent.is_module:
+        while f.parent is not None and f.parent is not scope:
             f = f.parent
-        env = f.def_env
-        if env is not None:
-            at_def = env.get(name)
-            if isinstance(at_def, (FuncVal, FuncAlts)):
+        if f.parent is not scope:
+            return value
+        if f.call_envs and self._local_only(f, scope):
+            out = "none"
+            for env in f.call_envs:
+                if name not in env:
+                    out = "none"
+                    break
+                out = env[name] if out == "none" else join(out, env[name])
+            if out != "none":
+                return out
+        if scope.is_module and not isinstance(value, FuncVal) and f.def_env is not None:
+            at_def = f.def_env.get(name)
+            if isinstance(at_def, (FuncVal, OneOf)):
                 return at_def
         return value
+
+    @staticmethod
+    def _local_only(f: FunctionInfo, scope: FunctionInfo) -> bool:
+        """Whether ``f``, a def of ``scope``, is used only by ``scope``'s own statements, as a
+        call or as an argument (``jax.jit(f)``, ``lax.cond(p, f, g)``), and so runs only at
+        the calls the analysis sees there: the name ``f`` (and the names bound to expressions
+        that mention it, ``g = jax.jit(f)``) is not read in a nested function, returned,
+        yielded, stored in a container, an attribute or an item."""
+        if f.local_only is not None:
+            return f.local_only
+        ok = not f.is_lambda
+        if ok:
+            body = scope.node.body if scope.is_module else _body(scope.node.body)
+            names = {f.name}
+            changed = True
+            while changed:  # aliases: `g = jax.jit(f)`
+                changed = False
+                for node in walk_nodes(list(body), _in_own_scope):
+                    if type(node) is cst.Assign and len(node.targets) == 1 and \
+                            type(node.targets[0].target) is cst.Name and \
+                            node.targets[0].target.value not in names and any(
+                                type(n) is cst.Name and n.value in names
+                                for n in walk_nodes([node.value], _in_own_scope)):
+                        names.add(node.targets[0].target.value)
+                        changed = True
+            escaping = (cst.Return, cst.Yield, cst.List, cst.Tuple, cst.Set, cst.Dict,
+                        cst.Lambda, cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal)
+            stack = [(n, False) for n in body]
+            while stack and ok:
+                node, bad = stack.pop()
+                t = type(node)
+                if t is cst.Name:
+                    if bad and node.value in names:
+                        ok = False
+                    continue
+                if t is cst.FunctionDef and node is not f.node:
+                    for d in node.decorators:
+                        stack.append((d, bad))
+                    stack.append((node.body, True))
+                    stack.append((node.params, True))
+                    continue
+                if t is cst.FunctionDef:  # f's own def: its decorators run in the scope
+                    for d in node.decorators:
+                        stack.append((d, bad))
+                    continue
+                if t in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+                    targets = [tg.target for tg in node.targets] if t is cst.Assign else \
+                        [node.target]
+                    if any(type(tg) is not cst.Name for tg in targets):
+                        bad = True  # stored in an item or an attribute
+                    if node.value is not None:
+                        stack.append((node.value, bad))
+                    continue
+                bad = bad or t in escaping
+                stack.extend((c, bad) for c in child_nodes(node))
+        f.local_only = ok
+        return ok
 
     def _note_closure(self, name: str, label: str, value: Value, node) -> None:
         """Record ``value`` as closed over by every function between here and the scope that
@@ -1574,7 +1671,7 @@ class ModuleAnalysis:
             if isinstance(base, RefSeqVal):
                 return _seq_item(base, node)
             if isinstance(base, SpecialVal) and base.kind == "ref_at":
-                return base.target
+                return as_view(base.target, ".at[...]")
             if isinstance(base, (SeqVal, DictVal)):
                 key = _const_index(node)
                 if key is not None:
@@ -1780,15 +1877,27 @@ class ModuleAnalysis:
                                                         self._func))
         if isinstance(fv, FuncVal):
             fv = self._forwarded_api(fv) or fv
+        if isinstance(fv, FuncVal) and args and not args[0][0].keyword and \
+                not args[0][0].star and self._applies_first(fv):
+            # `def call(f, *args): return f(*args)`: `call(g, a, b)` calls `g(a, b)` here.
+            fv, args = args[0][1], args[1:]
+            if not isinstance(fv, (FuncVal, OneOf, QN)):
+                return None
+            if isinstance(fv, FuncVal):
+                fv = self._forwarded_api(fv) or fv
         if isinstance(fv, QN):
             return self._call_qn(node, fv.qualname, args, state)
         if isinstance(fv, FuncVal):
             return self._call_func(node, fv, args, state)
-        if isinstance(fv, FuncAlts) and not any(f.transforms for f in fv.alts):
-            # `kernel = a if c else b; kernel(...)`: either local function runs.
+        if isinstance(fv, OneOf):
+            # `kernel = a if c else b; kernel(...)`, `if jit: f = jax.jit(f)`: each runs.
             out = "none"
             for f in fv.alts:
-                r = self._call_func(node, f, args, state)
+                f = self._forwarded_api(f) or f
+                if isinstance(f, QN):
+                    r = self._call_qn(node, f.qualname, args, state)
+                else:
+                    r = self._call_func(node, f, args, state)
                 out = r if out == "none" else join(out, r)
             return None if out == "none" else out
         if isinstance(fv, TransformVal):
@@ -1797,7 +1906,10 @@ class ModuleAnalysis:
                 return self._apply_api(api.API[fv.kind], target, node, fv.kwargs, fv.args,
                                        state, fv.node)
             a = api.API[fv.kind]
-            if isinstance(target, FuncAlts) and a.family is api.Family.KERNEL:
+            if isinstance(target, OneOf) and a.family is api.Family.TRANSFORM:
+                return _one_of(self._apply_api(a, f, node, fv.kwargs, fv.args, state, fv.node)
+                               for f in target.alts)
+            if isinstance(target, OneOf) and a.family is api.Family.KERNEL:
                 for f in target.alts:
                     self._apply_api(a, f, node, fv.kwargs, fv.args, state, fv.node)
                 if a.result is api.Result.LAUNCHER:
@@ -1858,6 +1970,11 @@ class ModuleAnalysis:
                 self.freezes.append(Freeze(node, self._func, target[0].value, ref))
                 state.frozen.setdefault(ref.key, node)  # the first freeze ends the ref
             return ArrayVal(node)
+        if fam is F.FREE:  # jax.free_ref(ref) ends the ref, as a freeze does
+            target = _first_positional_arg(args)
+            if target is not None and isinstance(target[1], RefVal):
+                state.frozen.setdefault(target[1].key, node)
+            return None
         if fam is F.REF_READ:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):
@@ -1883,8 +2000,20 @@ class ModuleAnalysis:
                 if a.primals:
                     return self._call_jvp_like(node, a, target, args, state)
                 return self._wrap(target, Transform(a.name, node, kwargs, rest), node)
+            if isinstance(target, OneOf):  # each of the functions a name may hold
+                if a.primals:
+                    for f in target.alts:
+                        self._call_jvp_like(node, a, f, args, state)
+                    return None
+                return _one_of(self._wrap(f, Transform(a.name, node, kwargs, rest), node)
+                               for f in target.alts)
             if target is None and not any(not arg.keyword for arg, _ in args):
                 return TransformVal(a.name, node, kwargs)
+            if isinstance(target, QN) and a.role is not None:
+                ctor = api.lookup(target.qualname)
+                if ctor is not None and ctor.family is F.REF_CONSTRUCTOR:
+                    # `jax.jit(jax.new_ref)`: the traced function returns the ref it makes.
+                    return SpecialVal("traced_constructor", ctor.name, node, a.name)
             return None
         if fam is F.PARTIAL:
             return self._call_partial(node, args)
@@ -1899,7 +2028,7 @@ class ModuleAnalysis:
             target = positional[0][1] if positional else None
             if isinstance(target, FuncVal):
                 return self._apply_api(a, target, node, kwargs, (), state)
-            if isinstance(target, FuncAlts):  # `kernel = k1 if c else k2`: each may run
+            if isinstance(target, OneOf):  # `kernel = k1 if c else k2`: each may run
                 for f in target.alts:
                     self._apply_api(a, f, node, kwargs, (), state)
                 if a.result is api.Result.LAUNCHER:
@@ -2019,11 +2148,11 @@ class ModuleAnalysis:
             return FuncVal(target.info, target.transforms, target.bound_args + extra,
                            target.bound_kwargs + tuple(kwargs), target.self_value,
                            target.bound_kw_values + kw_values)
-        if isinstance(target, FuncAlts):
+        if isinstance(target, OneOf):
             alts = [self._call_partial(node, [(args[0][0], f)] + list(args[1:]))
                     for f in target.alts]
             if all(isinstance(f, FuncVal) for f in alts):
-                return FuncAlts(tuple(alts))
+                return OneOf(tuple(alts))
         return None
 
     def _forwarded_api(self, fv: FuncVal) -> Optional[QN]:
@@ -2034,6 +2163,38 @@ class ModuleAnalysis:
             return None
         info = fv.info
         return self.cached(("forwards", id(info)), lambda: self._forwarding(info))
+
+    def _applies_first(self, fv: FuncVal) -> bool:
+        """``fv`` only calls its first parameter with the rest of its arguments
+        (``def call(f, *args, **kw): return f(*args, **kw)``)."""
+        if fv.transforms or fv.bound_args or fv.bound_kwargs or fv.self_value is not None:
+            return False
+        info = fv.info
+        return self.cached(("applies", id(info)), lambda: self._applying(info))
+
+    @staticmethod
+    def _applying(info: FunctionInfo) -> bool:
+        node = info.node
+        if type(node) is not cst.FunctionDef or node.decorators or info.is_method:
+            return False
+        ps = info.params
+        if len(ps) not in (2, 3) or ps[0].kind not in ("pos", "posonly") or \
+                ps[1].kind != "vararg" or (len(ps) == 3 and ps[2].kind != "kwarg"):
+            return False
+        stmts = [st for st in getattr(node.body, "body", ())]
+        if stmts and _is_docstring(stmts[0]):
+            stmts = stmts[1:]
+        if len(stmts) != 1 or type(stmts[0]) is not cst.SimpleStatementLine or \
+                len(stmts[0].body) != 1 or type(stmts[0].body[0]) not in (cst.Return, cst.Expr):
+            return False
+        call = stmts[0].body[0].value
+        if type(call) is not cst.Call or type(call.func) is not cst.Name or \
+                call.func.value != ps[0].name:
+            return False
+        want = [("*", ps[1].name)] + ([("**", ps[2].name)] if len(ps) == 3 else [])
+        got = [(a.star, a.value.value if type(a.value) is cst.Name else None)
+               for a in call.args]
+        return got == want
 
     def _forwarding(self, info: FunctionInfo) -> Optional[QN]:
         node = info.node
@@ -2102,6 +2263,10 @@ class ModuleAnalysis:
         self._add_role(info, callee.role, node)
 
     def _call_special(self, node, fv: SpecialVal, args, state) -> Optional[Value]:
+        if fv.kind == "traced_constructor":
+            self.traced_constructors.append(TracedConstructor(node, self._func, fv.api_name,
+                                                              fv.target, fv.node))
+            return None
         if fv.kind == "vjp_fn":  # the VJP function applied to cotangents
             self.vjp_applications.append(VjpApplication(node, fv.target, self._func))
             return None
@@ -2137,12 +2302,13 @@ class ModuleAnalysis:
                 self._add_role(rule.info, api.Role.CUSTOM_JVP_RULE, node)
             return None
         if fv.kind == "ref_view":  # x_ref.reshape(...), .bitcast(...), .transpose(...)
-            return fv.target
+            attr = node.func.attr.value if isinstance(node.func, cst.Attribute) else "view"
+            return as_view(fv.target, f".{attr}(...)")
         if fv.kind == "launcher":
             # Calling a kernel launcher (pallas_call(k), emit_pipeline(body), pl.kernel(body),
             # run_state(f)) with operands: the kernel runs on refs.
             kernel = fv.target
-            kernels = kernel.alts if isinstance(kernel, FuncAlts) else (kernel,)
+            kernels = kernel.alts if isinstance(kernel, OneOf) else (kernel,)
             targets = [k.info for k in kernels if isinstance(k, FuncVal)]
             if targets:
                 self.traced_calls.append(TracedCall(
@@ -2192,7 +2358,11 @@ class ModuleAnalysis:
             last = max((i for i, (a, _) in enumerate(args) if not a.keyword and
                         a.star != "**"), default=-1)
             seq = args[starred[0]][1]
-            if len(starred) == 1 and starred[0] == last and isinstance(seq, RefSeqVal) and \
+            if len(starred) == 1 and starred[0] == last and isinstance(seq, SeqVal):
+                # `f(*args)` with `args` a tuple of known length (`def call(f, *args)`).
+                a_star = args[starred[0]][0]
+                positional += [(a_star, v, a_star.value) for v in seq.items]
+            elif len(starred) == 1 and starred[0] == last and isinstance(seq, RefSeqVal) and \
                     seq.exact:
                 # `f(a, *refs)`: the tuple of refs fills the parameters left (Pallas kernels
                 # handing their `*refs` to a helper).
@@ -2263,8 +2433,15 @@ class ModuleAnalysis:
         for name, b in bindings.items():
             if b.param is not None and is_interesting(b.value):
                 self._seed(info, name, b.value)
+        if vararg is not None and len(ordered) > len(pos_params):
+            # `def call(f, *args)`: the extra positional arguments, a tuple of known length.
+            extra = SeqVal(tuple(v for _, v, _ in ordered[len(pos_params):]))
+            if is_interesting(extra):
+                self._seed(info, vararg.name, extra)
         self._note_refs_mode(info, self._refs_mode)
         info.callers.append((self._func, node))
+        if info.parent is self._func and self._cur_state is not None:
+            info.call_envs.append(dict(self._cur_state.env))
         operands = [(b.value, b.expr) for b in bindings.values() if b.expr is not None]
         if mode == "traced":
             self.traced_calls.append(TracedCall(
@@ -2323,8 +2500,9 @@ class ModuleAnalysis:
                     found = [(_slice_of(v), e) for v, e in found]
                 values.extend(found if (found or s.rest) else [(None, None)])
             for f in fns:
-                if isinstance(f, FuncVal):
-                    calls.append((f, values, c.role))
+                for g in (f.alts if isinstance(f, OneOf) else (f,)):
+                    if isinstance(g, FuncVal):
+                        calls.append((g, values, c.role))
         operands = [item for s in a.operands for item in given(s)]
         targets = []
         all_bindings = {}
@@ -2481,6 +2659,15 @@ def dotted_name(node) -> Optional[str]:
 
 def _as_name(asname: cst.AsName) -> Optional[str]:
     return asname.name.value if isinstance(asname.name, cst.Name) else None
+
+
+def _one_of(values) -> Optional[Value]:
+    """The join of the values of several alternatives (a OneOf of functions)."""
+    out: Optional[Value] = None
+    first = True
+    for v in values:
+        out, first = (v if first else join(out, v)), False
+    return out
 
 
 def _first_positional(args) -> Optional[Value]:

@@ -101,6 +101,16 @@ class RoleInfo:
     # a fori_loop / while_loop body inside a Pallas kernel (measured on 0.10.2 under
     # interpret=True; a cond branch or a scan body returning a ref still fails there).
     carries_refs_unchecked: bool = False
+    # A ref view (`x_ref.at[1:6]`, `.reshape(...)`: a TransformedRef) given to it as an
+    # operand (REF020): JAX's error by version ("" from a version on: accepted).
+    view_operand_error: tuple = ()
+    # A loop condition (REF021): JAX's error, by version, when it writes a ref that the other
+    # functions of the same call (the loop body) write; and, when the loop runs eagerly, when
+    # it uses (reads or writes) a ref that they use.
+    shared_write_error: tuple = ()
+    eager_shared_ref_error: tuple = ()
+    # ... and when, traced, it reads a ref that the body writes (what JAX does instead).
+    stale_read_error: tuple = ()
 
 
 _SCAN_FREEZE = ((None, "JAX fails with an empty `AssertionError`"),)
@@ -138,6 +148,16 @@ ROLES: dict = {
                              "...`"),)),
     Role.WHILE_COND: RoleInfo(
         "a lax.while_loop condition", once_per_trace=True, repeats="iteration",
+        # Measured on 0.10.2 and 0.12.0.1 (a ref closed over by both functions).
+        shared_write_error=((None, "JAX raises `NotImplementedError: Cannot write to the same "
+                                   "ref in both cond and body of while loop`"),),
+        eager_shared_ref_error=((None, "outside jit JAX raises `ValueError: only one reference "
+                                       "to a mutable array may be passed as an argument to a "
+                                       "function, but when tracing while ...`, even when "
+                                       "neither writes it"),),
+        stale_read_error=((None, "JAX evaluates the condition on the ref's value from before "
+                                 "the loop and never sees the body's writes (no error: a loop "
+                                 "meant to end on it runs on, or never ends)"),),
         freeze_error=((None, "JAX fails with `ValueError: foreach() argument 2 is shorter "
                              "...`"),)),
     Role.CHECKPOINT: RoleInfo(
@@ -160,6 +180,10 @@ ROLES: dict = {
             ((0, 10), _MAP_ERROR_0_10 + " (eager shard_map: an empty `AssertionError`)"))),
     Role.VMAP: RoleInfo(
         "a vmapped function", once_per_trace=True, repeats="batch element", maps=True,
+        # Measured on 0.10.2 (in jit: 0.10's concrete Ref has no `.at`) and 0.12.0.1 (in jit
+        # and eagerly). jit, checkpoint, cond, scan and shard_map take views on both.
+        view_operand_error=((None, "JAX raises `TypeError: When tracing ... for vmap, "
+                                   "TransformedRefs are not allowed`"),),
         mapped_write_error=(
             (None, "JAX fails with `Exception: performing a set/swap operation with vmapped "
                    "value ...` for a per-element value, and silently writes an "
@@ -253,6 +277,7 @@ class Family(enum.Enum):
     REF_READ = "ref read"
     REF_WRITE = "ref write"
     FREEZE = "freeze"
+    FREE = "free"  # ends a ref without a value (jax.free_ref)
     TRANSFORM = "function transform"  # f -> f' (jit, vmap, grad, checkpoint, custom_vjp ...)
     CONTROL_FLOW = "control flow"  # calls its functions now (scan, cond, while_loop ...)
     KERNEL = "Pallas kernel entry point"  # its functions take refs
@@ -405,6 +430,11 @@ APIS: tuple = (
         Family.REF_TYPE, ref_source=True),
     Api("freeze", ("jax.freeze", "jax.ref.freeze", "jax._src.core.freeze", "jax._src.ref.freeze"),
         Family.FREEZE, Result.ARRAY),
+    # Measured 0.10.2 and 0.12.0.1: inside jit a use after free fails like one after freeze
+    # (`get`/`swap` must be called on `Ref` types; 0.12 accepts the write), a second free or a
+    # freeze fails with KeyError; at top level nothing is checked.
+    Api("free_ref", ("jax.free_ref", "jax.ref.free_ref", "jax._src.core.free_ref"),
+        Family.FREE, Result.NONE),
     Api("ref_get", ("jax.ref.get", "jax._src.ref.get", "jax._src.state.primitives.ref_get"),
         Family.REF_READ, Result.ARRAY),
     Api("ref_set", ("jax.ref.set", "jax._src.ref.set", "jax._src.state.primitives.ref_set"),
@@ -655,6 +685,7 @@ def family(*families: Family) -> frozenset:
 
 # Canonical names, for the analysis and the rules (each is an entry above).
 NEW_REF, EMPTY_REF, FREEZE, REF_TYPE = "new_ref", "empty_ref", "freeze", "Ref"
+FREE_REF = "free_ref"
 REF_GET, REF_SET, REF_SWAP, REF_ADDUPDATE = "ref_get", "ref_set", "ref_swap", "ref_addupdate"
 JIT, VMAP, PMAP, SHARD_MAP = "jit", "vmap", "pmap", "shard_map"
 GRAD, VALUE_AND_GRAD, JACREV, JACFWD, HESSIAN = "grad", "value_and_grad", "jacrev", "jacfwd", \
@@ -831,6 +862,10 @@ NO_TANGENT_FUNCTIONS = frozenset({
 # Ref kinds (`new_ref(..., kind=...)`) whose writes are not repeated by rematerialization:
 # 'no_grad_no_remat' (JAX 0.10.2 on), and its earlier name in JAX's own tests.
 NO_REMAT_KINDS = ("no_grad_no_remat", "anselm_ref")
+# Ref kinds that take differentiated values (REF008 stays silent): 'no_grad_no_remat' (measured:
+# JAX 0.10.2 and 0.12.0.1 accept `x_ref[...] += y * y` under jax.grad), and 'anselm_ref', which
+# JAX's own tests at HEAD use so (0.10.2 still raises: reflint stays silent when in doubt).
+NO_GRAD_KINDS = NO_REMAT_KINDS
 
 BUILTINS_NEEDING_ARRAY = frozenset({"float", "int", "complex", "abs", "round"})
 

@@ -20,6 +20,8 @@ CODES: dict[str, str] = {
     "REF017": "vjp-of-ref-without-with-refs",
     "REF018": "kernel-returns-value",
     "REF019": "output-ref-rebound",
+    "REF020": "ref-view-passed-to-transform",
+    "REF021": "ref-written-in-while-cond-and-body",
     "REF900": "parse-error",
     "REF901": "unknown-noqa-code",
     "REF902": "unused-noqa",

@@ -47,6 +47,17 @@ class RefVal(Value):
     tree: str = ""
     cls: Optional["ClassInfo"] = None  # a module of a class of this file: its attributes
     root: Optional["RefVal"] = None  # read as an attribute of this tree (`model.bias`)
+    view: str = ""  # a view of the ref (`x_ref.at[1:6]`, `.reshape(...)`): how it was made
+
+
+def as_view(ref: "RefVal", how: str) -> "RefVal":
+    """``ref`` seen through a view (``.at[...]``, ``.reshape(...)``): the same ref (its key),
+    marked as a view."""
+    if ref.view or ref.tree:
+        return ref
+    return RefVal(key=ref.key, origin=ref.origin, node=ref.node, scope=ref.scope, name=ref.name,
+                  kwargs=ref.kwargs, unique=ref.unique, tree=ref.tree, cls=ref.cls,
+                  root=ref.root, view=how)
 
 
 @dataclass(eq=False)
@@ -81,9 +92,12 @@ class FuncVal(Value):
 
 
 @dataclass(eq=False)
-class FuncAlts(Value):
-    """One of several local functions (a name bound to different defs on different paths,
-    ``kernel = a if c else b``): ``alts`` are FuncVals of distinct functions."""
+class OneOf(Value):
+    """One of several local functions: a name bound to different functions on different
+    paths (``kernel = a if c else b``, ``if jit: f = jax.jit(f)``, a notebook defining the same
+    name in several cells). ``alts`` are FuncVals, distinct by function or by the transforms
+    applied to it. Called, given to a transform or to a Pallas entry point, each of them is; a
+    finding holds when it holds for one of the functions that reach the call."""
 
     alts: tuple
 
@@ -281,12 +295,12 @@ def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
     if isinstance(a, FuncVal) and isinstance(b, FuncVal) and a.info is b.info and \
             a.transforms == b.transforms:
         return a
-    if isinstance(a, (FuncVal, FuncAlts)) and isinstance(b, (FuncVal, FuncAlts)):
-        alts = list(a.alts) if isinstance(a, FuncAlts) else [a]
-        for f in (b.alts if isinstance(b, FuncAlts) else (b,)):
+    if isinstance(a, (FuncVal, OneOf)) and isinstance(b, (FuncVal, OneOf)):
+        alts = list(a.alts) if isinstance(a, OneOf) else [a]
+        for f in (b.alts if isinstance(b, OneOf) else (b,)):
             if not any(g.info is f.info and g.transforms == f.transforms for g in alts):
                 alts.append(f)
-        return FuncAlts(tuple(alts)) if len(alts) <= MAX_ALTERNATIVES else None
+        return OneOf(tuple(alts)) if len(alts) <= MAX_ALTERNATIVES else None
     if isinstance(a, RefSeqVal) and isinstance(b, RefSeqVal) and a.base.key == b.base.key \
             and a.offset == b.offset and a.exact == b.exact:
         return a
@@ -309,7 +323,7 @@ def signature(value: Optional[Value]) -> Any:
         return ("dict",) + tuple(sorted((str(k), signature(v)) for k, v in value.items.items()))
     if isinstance(value, RefSeqVal):
         return ("refseq", value.base.key, value.offset, value.exact)
-    if isinstance(value, FuncAlts):
+    if isinstance(value, OneOf):
         return ("alts",) + tuple(signature(f) for f in value.alts)
     if isinstance(value, FuncVal):
         return ("func", id(value.info.node), tuple(t.kind for t in value.transforms),

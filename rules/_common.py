@@ -135,3 +135,18 @@ def nnx_root_name(ref) -> str:
     while ref.root is not None:
         ref = ref.root
     return ref.name or "the module"
+
+
+def created_with_kind(analysis, ref, kinds) -> bool:
+    """True when every constructor ``ref`` can come from is known and passes ``kind=`` one of
+    ``kinds`` (a string constant)."""
+    import libcst as cst
+
+    created = analysis.creations_of(ref)
+    if not created:
+        return False
+    for r in created:
+        kind = r.kwargs.get("kind")
+        if not (isinstance(kind, cst.SimpleString) and kind.evaluated_value in kinds):
+            return False
+    return True

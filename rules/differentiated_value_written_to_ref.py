@@ -5,7 +5,7 @@ from reflint import api
 from reflint.diagnostics import UNSAFE, Edit, Fix
 from reflint.rule import Finding, Rule
 
-from ._common import REF_EVIDENCE, module_spelling, ref_name
+from ._common import REF_EVIDENCE, created_with_kind, module_spelling, ref_name
 
 cst = lazy("libcst")
 _taint = lazy("reflint.taint")
@@ -88,6 +88,8 @@ class DifferentiatedValueWrittenToRef(Rule):
     def check(self, analysis):
         for w in _taint.differentiation(analysis).writes:
             acc = w.access
+            if created_with_kind(analysis, acc.ref, api.NO_GRAD_KINDS):
+                continue  # `new_ref(..., kind="no_grad_no_remat")` takes differentiated values
             target = ref_name(analysis, acc.ref_expr, acc.ref)
             value = analysis.module.code_for_node(acc.value_expr).strip()
             if len(value) > 40 or "\n" in value:

@@ -17,7 +17,9 @@ class RefReturned(Rule):
     Reports a `return` (or a lambda body) that gives back a Ref — directly, inside a returned
     tuple, list or dict, as a `lax.scan` carry or output, or a ref the function closes over —
     from a function traced by `jax.jit`, a `lax.scan` / `lax.map` / `lax.while_loop` /
-    `lax.fori_loop` body, a `lax.cond` / `lax.switch` branch, or a `jax.custom_vjp` primal.
+    `lax.fori_loop` body, a `lax.cond` / `lax.switch` branch, or a `jax.custom_vjp` primal;
+    and a ref constructor itself given to such a transform and called
+    (`jax.jit(jax.new_ref)(x)`: the traced function's output is the new ref).
 
     ## Why is this bad?
     Refs are second-class: they can be passed into these functions but never come out of them.
@@ -80,6 +82,18 @@ class RefReturned(Rule):
 
     def check(self, analysis):
         old = analysis.settings.target_jax_version < (0, 7, 2)
+        for t in analysis.traced_constructors:
+            role = api.API[t.transform].role
+            if not api.role_info(role).no_ref_outputs:
+                continue
+            ctor = analysis.module.code_for_node(t.transform_node.args[0].value).strip()
+            msg = (f"{ctor} itself is traced as {role_word(role)}: the function returns the "
+                   f"ref it creates, and refs cannot be returned from traced functions — call "
+                   f"{ctor} outside the transform, or return the new ref's value from a "
+                   f"function of your own")
+            if old:
+                msg += ". JAX 0.7.1 does not raise: the caller silently gets an Array snapshot"
+            yield Finding(t.node, msg)
         for fact in analysis.returns:
             kinds = fact.func.role_kinds()
             if kinds and analysis.unchecked_trace(fact.func):

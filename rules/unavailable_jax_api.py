@@ -24,7 +24,9 @@ class UnavailableJaxApi(Rule):
     spelled out (`jax.new_ref`, `jax.ref.array_ref`) — and the `kind=` / `memory_space=`
     keywords of the ref constructor against the JAX version given by `--target-jax-version`
     (default 0.10.2). Names are reported when they do not exist in that version, or are
-    deprecated there. Uses guarded by `try:` or by an `if` that tests `hasattr`, `getattr` or
+    deprecated there. Annotations count where Python evaluates them (a parameter's, a class
+    field's, a module variable's, unless the module has `from __future__ import annotations`).
+    Uses guarded by `try:` or by an `if` that tests `hasattr`, `getattr` or
     a version are treated as deliberate compatibility code and skipped.
 
     ## Why is this bad?
@@ -138,6 +140,9 @@ def _names(analysis, parents):
             parent = parents.get(id(node))
             if not (isinstance(parent, cst.Attribute) and parent.value is node):
                 v = analysis.value_of(node)
+                if v is None and _evaluated_annotation(analysis, parents, node):
+                    # `x: jax.ArrayRef` runs when the def or class statement does.
+                    v = analysis.static_value(node)
                 if isinstance(v, QN):
                     q = _known_prefix(v.qualname)
                     if q is not None:
@@ -165,6 +170,41 @@ def _names(analysis, parents):
                     yield alias, q
             continue
         stack.extend(reversed(_analysis.child_nodes(node)))
+
+
+def _evaluated_annotation(analysis, parents, node) -> bool:
+    """``node`` is inside an annotation that Python evaluates (no `from __future__ import
+    annotations` in the module)."""
+    if "annotations" in analysis.cached("future_imports", lambda: _future_imports(analysis)):
+        return False
+    cur = parents.get(id(node))
+    while cur is not None and not isinstance(cur, cst.Annotation):
+        if isinstance(cur, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
+            return False
+        cur = parents.get(id(cur))
+    if cur is None:
+        return False
+    holder = parents.get(id(cur))
+    if isinstance(holder, cst.AnnAssign):  # a variable's: evaluated outside function bodies
+        cur = parents.get(id(holder))
+        while cur is not None and not isinstance(cur, cst.Module):
+            if isinstance(cur, cst.FunctionDef):
+                return False
+            cur = parents.get(id(cur))
+    return True
+
+
+def _future_imports(analysis) -> set:
+    out = set()
+    for stmt in analysis.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.ImportFrom) and small.module is not None and \
+                        _analysis.dotted_name(small.module) == "__future__" and \
+                        not isinstance(small.names, cst.ImportStar):
+                    out.update(a.name.value for a in small.names
+                               if isinstance(a.name, cst.Name))
+    return out
 
 
 def _known_prefix(qualname: str):

@@ -19,16 +19,18 @@ HARMLESS_BUILTINS = frozenset({"len", "isinstance", "type", "id", "hasattr", "ca
 METHOD_READS: frozenset = frozenset()
 METHOD_WRITES = frozenset({"addupdate"})
 
-VERBS = {"read": "read", "write": "written", "freeze": "frozen again", "pass": "passed on"}
+VERBS = {"read": "read", "write": "written", "freeze": "frozen again", "pass": "passed on",
+         "free": "freed"}
 
 
 class UseAfterFreeze(Rule):
-    """A Ref is read, written, frozen again or passed on after `jax.freeze(ref)`.
+    """A Ref is used, frozen or freed again after `jax.freeze(ref)` or `jax.free_ref(ref)`.
 
     ## What it does
-    Reports, in the function (or module) that calls `jax.freeze(ref)`, any later read
-    (`ref[...]`, `jax.ref.get`), write (`ref[...] = v`, `+=`, `jax.ref.set/swap/addupdate`),
-    second `freeze`, or passing of the same ref to a call, on every path after the freeze.
+    Reports, in the function (or module) that calls `jax.freeze(ref)` or `jax.free_ref(ref)`,
+    any later read (`ref[...]`, `jax.ref.get`), write (`ref[...] = v`, `+=`,
+    `jax.ref.set/swap/addupdate`), second `freeze` or `free_ref` (a double free), or passing of
+    the same ref to a call, on every path after it.
     Rebinding the name to a new ref ends the frozen state; a freeze on only one branch of an
     `if` does not start it. Metadata such as `ref.shape` and `ref.dtype` stays allowed.
 
@@ -73,7 +75,11 @@ class UseAfterFreeze(Rule):
     through a container or an object attribute is not.
 
     ## JAX versions
-    Top level: no error at run time in any version (0.7.1–0.10.2). Inside `jit` or a
+    `jax.free_ref` (0.10.2 on) behaves like `freeze` here (measured on 0.10.2 and 0.12.0.1):
+    inside `jit`, a read after it fails with ``ValueError: `get` must be called on `Ref`
+    types``, a write too on 0.10.2 (0.12 accepts it silently), a second `free_ref` or a
+    `freeze` with `KeyError: <id>`; at top level nothing is checked.
+    Top level: no error at run time in any version (0.7.1–0.12.0.1). Inside `jit` or a
     `lax.scan` body, for a ref created there: every version fails (`get`/`swap` must be called
     on `Ref` types; a second freeze fails with `KeyError: <id>`). For a ref that is a `jit`
     argument (see REF004): up to 0.9 the freeze itself fails with `IndexError`; 0.10.2 accepts
@@ -105,21 +111,37 @@ class UseAfterFreeze(Rule):
             kind, node = got
             name = event.node.value if isinstance(event.node, cst.Name) else "the ref"
             freeze_line = analysis.line_of(event.freeze_node)
+            freed = _callee(analysis, event.freeze_node) == api.FREE_REF
             call = analysis.module.code_for_node(event.freeze_node).strip()
             if len(call) > 40 or "\n" in call:
-                call = "freeze"
+                call = "free_ref" if freed else "freeze"
             at = f" on line {freeze_line}" if freeze_line else ""
-            msg = (f"{name} is {VERBS[kind]} after {call}{at}; a frozen ref must not be used "
+            verb = VERBS[kind]
+            if freed and kind in ("free", "freeze"):
+                verb = "freed again (a double free)" if kind == "free" else "frozen"
+            elif kind == "free":
+                verb = "freed"
+            ended = "freed" if freed else "frozen"
+            msg = (f"{name} is {verb} after {call}{at}; a {ended} ref must not be used "
                    f"again — ")
             if kind == "read":
-                msg += "use the Array that freeze returned"
-            elif kind == "freeze":
+                msg += ("read it before freeing it" if freed else
+                        "use the Array that freeze returned")
+            elif kind == "freeze" and not freed:
                 msg += "reuse the Array from the first freeze"
+            elif kind in ("free", "freeze"):
+                msg += "end the ref once"
             else:
                 msg += "do the work before freezing, or keep using the ref and freeze later"
             msg += ". " + _runtime(analysis, event, kind, version)
             yield Finding(node, msg, related_node=event.freeze_node,
                           related_message="frozen here")
+
+
+def _callee(analysis, call) -> str | None:
+    """The canonical API name of the function ``call`` calls, if it is one."""
+    fv = analysis.value_of(call.func) if isinstance(call, cst.Call) else None
+    return api.canonical(fv.qualname) if isinstance(fv, QN) else None
 
 
 def _runtime(analysis, event, kind, version) -> str:
@@ -132,6 +154,7 @@ def _runtime(analysis, event, kind, version) -> str:
                      "frozen Array, and the two silently diverge",
             "freeze": "At top level JAX does not raise and returns another copy",
             "pass": "At top level JAX does not raise: the callee gets a ref that should be dead",
+            "free": "At top level JAX does not raise",
         }[kind]
     if ref.origin == "param" and ref.scope is event.func:
         if version >= (0, 10, 0):
@@ -148,6 +171,7 @@ def _runtime(analysis, event, kind, version) -> str:
         "write": "Inside a traced function JAX raises ValueError: `swap` (or `get`) must be "
                  "called on `Ref` types",
         "freeze": "Inside a traced function JAX raises KeyError: <object id>",
+        "free": "Inside a traced function JAX raises KeyError: <object id>",
         "pass": "Inside a traced function JAX raises ValueError: `get` must be called on `Ref` "
                 "types when the callee reads it",
     }[kind]
@@ -181,6 +205,8 @@ def _classify(analysis, parents, name_node):
         first = next((a for a in call.args if a.keyword is None and not a.star), None)
         if kind == api.FREEZE:
             return ("freeze", call) if first is parent else None
+        if kind == api.FREE_REF:
+            return ("free", call) if first is parent else None
         if kind == api.REF_GET:
             return ("read", call) if first is parent else None
         if kind in api.REF_WRITERS:

@@ -124,6 +124,10 @@ def _uses(a: api.Api, f: str, body: str, rng: random.Random) -> list:
     if fam is F.REF_TYPE:
         return [f"def h(x: {f}):\n{ind}{body.format(ind=ind)}\n\njax.jit(h)(r)\n",
                 f"class S:\n{ind}buf: {f}\n\n" + fn]
+    if fam is F.FREE:  # jax.free_ref: uses and frees after it, at top level and in jit
+        return [f"def g(x):\n{ind}q = jax.new_ref(x)\n{ind}{f}(q)\n{ind}{f}(q)\n{ind}y = q[...]\n"
+                f"{ind}{body.format(ind=ind)}\njax.jit(g)(xs)\n",
+                f"{f}(r)\ny = r[...]\nr[...] = 1.0\n" + fn]
     if fam in (F.FREEZE, F.REF_READ, F.ARRAY):
         return [f"def g(x):\n{ind}out = {f}(r)\n{ind}out[0] = 0.0\n{ind}{body.format(ind=ind)}\n",
                 f"y = {f}(r)\ny[0] = 1.0\n" + fn]

@@ -38,6 +38,8 @@ from reflint.runtime.errors import (
     KernelReturnsValue,
     MappedWriteToClosedOverRef,
     OutputRefRebound,
+    RefViewPassedToTransform,
+    RefWrittenInWhileCondAndBody,
     RedundantDonation,
     UnavailableJaxApi,
     RefClosedOverAndPassed,
@@ -78,7 +80,8 @@ ADDED_BY_REFLINT: tuple[str, ...] = ("REF004", "REF005", "REF006", "REF007", "RE
                                       "REF016")
 #: Codes that JAX already raises clearly; reflint re-raises them as the matching RefError.
 TRANSLATED_FROM_JAX: tuple[str, ...] = ("REF001", "REF002", "REF003", "REF005", "REF007",
-                                        "REF008", "REF011", "REF016", "REF017")
+                                        "REF008", "REF011", "REF016", "REF017", "REF020",
+                                        "REF021")
 
 __all__ = [
     "API_NAMES", "ADDED_BY_REFLINT", "ERROR_CLASSES", "NOT_ENFORCEABLE", "REGISTRY",
@@ -89,5 +92,6 @@ __all__ = [
     "RefUsedAsArray", "DifferentiatedValueWrittenToRef", "RefOfRef", "UseAfterFreeze",
     "CustomVjpFwdForeignRef", "TracedStateLeak", "ArrayItemAssignment", "RedundantDonation",
     "UnavailableJaxApi", "GradWithRespectToRef", "VjpOfRefWithoutWithRefs",
-    "KernelReturnsValue", "OutputRefRebound",
+    "KernelReturnsValue", "OutputRefRebound", "RefViewPassedToTransform",
+    "RefWrittenInWhileCondAndBody",
 ]

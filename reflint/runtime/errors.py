@@ -32,6 +32,8 @@ __all__ = [
     "VjpOfRefWithoutWithRefs",
     "KernelReturnsValue",
     "OutputRefRebound",
+    "RefViewPassedToTransform",
+    "RefWrittenInWhileCondAndBody",
     "ERROR_CLASSES",
     "translate",
 ]
@@ -100,6 +102,12 @@ KernelReturnsValue = _make(
 OutputRefRebound = _make(
     "REF019", "OutputRefRebound",
     "An output ref of a Pallas kernel is never written (rebound instead of written?).")
+RefViewPassedToTransform = _make(
+    "REF020", "RefViewPassedToTransform",
+    "A ref view (x_ref.at[...], .reshape(...)) was passed to a transform that rejects it.")
+RefWrittenInWhileCondAndBody = _make(
+    "REF021", "RefWrittenInWhileCondAndBody",
+    "A while_loop's condition and body share a ref (both write it, or eagerly: both use it).")
 
 ERROR_CLASSES: dict[str, type[RefError]] = {
     c.code: c for c in (
@@ -107,7 +115,8 @@ ERROR_CLASSES: dict[str, type[RefError]] = {
         MappedWriteToClosedOverRef, RematOfImpureFunction, RefUsedAsArray,
         DifferentiatedValueWrittenToRef, RefOfRef, UseAfterFreeze, CustomVjpFwdForeignRef,
         TracedStateLeak, ArrayItemAssignment, RedundantDonation, UnavailableJaxApi,
-        GradWithRespectToRef, VjpOfRefWithoutWithRefs, KernelReturnsValue, OutputRefRebound)
+        GradWithRespectToRef, VjpOfRefWithoutWithRefs, KernelReturnsValue, OutputRefRebound,
+        RefViewPassedToTransform, RefWrittenInWhileCondAndBody)
 }
 
 #: The way out of REF016, shared by the translated JAX errors and reflint's own check.
@@ -143,6 +152,15 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("REF001", re.compile(r"returned a mutable array reference|Cannot return `?Refs?`?s? from", re.S),
      "Don't return refs from jit or control-flow bodies: return ref[...] (an Array), or pass "
      "the ref in as an argument and write into it."),
+    # Eagerly, while_loop is traced as a jit of cond and body whose arguments are the refs they
+    # close over: one ref closed over by both is "passed twice" to `while`.
+    ("REF021", re.compile(r"only one reference to a mutable array may be passed as an argument "
+                          r"to a function, but when tracing while at"
+                          r"|Cannot write to the same ref in both cond and body of while loop"),
+     "Keep the while_loop condition free of refs the body uses (compute it from the carry)."),
+    ("REF020", re.compile(r"TransformedRefs are not allowed"),
+     "Pass the ref itself (not a view such as x_ref.at[...]) and index it inside the "
+     "function."),
     ("REF002", re.compile(r"only one reference to a mutable array may be passed"
                           r"|Attempt to donate the same buffer twice"),
      "Pass each ref at most once per call; pass two distinct refs, or pass it once and use it "
@@ -167,7 +185,7 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
      "A Pallas kernel returns nothing: write its results into its output refs "
      "(o_ref[...] = value) instead of returning them."),
     ("REF010", re.compile(r"`(?:get|swap|addupdate)` must be called on `Ref` types"),
-     "The ref was used after jax.freeze; freeze a ref only after its last use."),
+     "The ref was used after jax.freeze (or jax.free_ref); end a ref only after its last use."),
     ("REF007", re.compile(
         r"did you forget to unpack"
         r"|'(?:Abstract)?(?:Array|Transformed)?Ref' object has no attribute"
