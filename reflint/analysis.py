@@ -28,9 +28,11 @@ import libcst as cst
 
 from . import api
 from .values import (
-    QN, ArrayVal, ClassVal, DictVal, FuncVal, InstanceVal, NnxVal, OneOf, RefSeqVal, RefVal,
+    QN, ArrayVal, Choice, ClassVal, DictVal, FuncVal, InstanceVal, NamespaceVal, NnxVal, OneOf,
+    RefPoolVal,
+    RefSeqVal, RefVal,
     SeqVal, as_view, SpecialVal, Transform, TransformVal, Value, contains_ref, is_interesting, iter_refs,
-    join, signature, tree_attribute,
+    join, signature, tree_attribute, MAX_ALTERNATIVES,
 )
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -954,6 +956,8 @@ class ModuleAnalysis:
         if p.annotation_qn and api.canonical(p.annotation_qn) == api.REF_TYPE:
             return RefVal(key=("param", id(info.node), p.name), origin="param", node=p.node,
                           scope=info, name=p.name)
+        if p.annotation_qn in api.ARRAY_TYPES and p.kind in ("pos", "posonly", "kwonly"):
+            return ArrayVal(p.node)  # `x: jax.Array`: the parameter's node
         if p.node.annotation is not None and isinstance(p.node.annotation.annotation, cst.Name):
             # `s: State` with State a class of this module: its instances' attributes.
             cls = self._lookup_static(p.node.annotation.annotation, info)
@@ -991,6 +995,10 @@ class ModuleAnalysis:
         if isinstance(value, DictVal):
             return DictVal({k: self._rebase(v, info, p, f"{path}[{k!r}]")
                             for k, v in value.items.items()})
+        if isinstance(value, RefPoolVal):
+            base = RefVal(key=("param", id(info.node), p.name, path), origin="param",
+                          node=p.node, scope=info, name=p.name if not path else f"{p.name}{path}")
+            return RefPoolVal(base, value.kind)
         if isinstance(value, RefSeqVal) and not path:
             base = RefVal(key=("param", id(info.node), p.name), origin=value.base.origin,
                           node=p.node, scope=info, name=p.name)
@@ -1240,6 +1248,9 @@ class ModuleAnalysis:
         value: Optional[Value] = FuncVal(info)
         for d in reversed(node.decorators):
             dv = self._eval(d.decorator, state)
+            if cls is not None and isinstance(dv, QN) and \
+                    dv.qualname in ("builtins.staticmethod", "builtins.classmethod"):
+                continue  # the builtin: still the function, called without (or with) a receiver
             value = self._apply_decorator(dv, value, d.decorator, state)
         self._enqueue(info)
         if outer.is_module and cls is None:
@@ -1340,6 +1351,13 @@ class ModuleAnalysis:
     def _apply_decorator(self, dv, fv, node, state) -> Optional[Value]:
         if not isinstance(fv, FuncVal):
             return None
+        if isinstance(dv, Choice):
+            # `@transform` with `transform = {"jit": jax.jit, "vmap": jax.vmap}[name]`.
+            return _one_of(_tag_via(self._apply_decorator(v, fv, node, state), fv, node, v,
+                                    self.module)
+                           for _, v in dv.alts)
+        if isinstance(dv, OneOf):
+            return _one_of(self._apply_decorator(v, fv, node, state) for v in dv.alts)
         if isinstance(dv, FuncVal):
             dv = self._forwarded_api(dv) or dv
         if isinstance(dv, QN):
@@ -1455,11 +1473,17 @@ class ModuleAnalysis:
         elif t is cst.Attribute:
             base = self._eval(target.value, state)
             attr = target.attr.value
+            if isinstance(base, NamespaceVal):
+                d = base.attrs
+                d[attr] = join(d[attr], value) if attr in d else value
             if isinstance(base, InstanceVal):
                 d = self._new_attrs.setdefault(id(base.cls), {})
                 if isinstance(value, RefVal) and not value.name:
                     value.name = f"self.{attr}"
                 d[attr] = join(d[attr], value) if attr in d else value
+                if is_interesting(value):
+                    # Read elsewhere (module code after `h = Holder()`) next round.
+                    self._interprocedural = True
             self.attribute_writes.append(AttributeWrite(stmt, base, attr, value, self._func))
         elif t is cst.StarredElement:
             self._bind_target(target.value, None, state, stmt)
@@ -1670,6 +1694,13 @@ class ModuleAnalysis:
                 return ArrayVal(node)
             if isinstance(base, RefSeqVal):
                 return _seq_item(base, node)
+            if isinstance(base, RefPoolVal):
+                item = base.item(_const_index(node))
+                if type(node.value) is cst.Name and node.value.value not in state.env:
+                    # `pool[0]` read through a closed-over `pool`: a closed-over ref.
+                    self._note_closure(node.value.value,
+                                       self.module.code_for_node(node).strip(), item, node)
+                return item
             if isinstance(base, SpecialVal) and base.kind == "ref_at":
                 return as_view(base.target, ".at[...]")
             if isinstance(base, (SeqVal, DictVal)):
@@ -1679,6 +1710,7 @@ class ModuleAnalysis:
                         return base.items[key]
                     except (KeyError, IndexError, TypeError):
                         return None
+                return _choice(base)
             if isinstance(base, ArrayVal):
                 return ArrayVal(node)
             return None
@@ -1759,7 +1791,11 @@ class ModuleAnalysis:
             self._bind_target(node.target, v, state, node)
             return v
         if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
-            self._eval_comprehension(node, state)
+            elt = self._eval_comprehension(node, state)
+            if isinstance(elt, RefVal) and elt.origin == "created" and not elt.tree and \
+                    elt.node is (node.value if t is cst.DictComp else node.elt):
+                # A fresh ref per element: `[jax.new_ref(x) for x in xs]`.
+                return RefPoolVal(elt, _COMPREHENSION_KINDS[t])
             return None
         if t in (cst.Await,):
             return self._eval(node.expression, state)
@@ -1791,7 +1827,8 @@ class ModuleAnalysis:
         for expr in slice_exprs(node):
             self._eval(expr, state)
 
-    def _eval_comprehension(self, node, state: _State) -> None:
+    def _eval_comprehension(self, node, state: _State) -> Optional[Value]:
+        """Evaluate a comprehension in a scope of its own; the value of its element."""
         cs = state.copy()
         f = node.for_in
         while f is not None:
@@ -1802,9 +1839,8 @@ class ModuleAnalysis:
             f = f.inner_for_in
         if isinstance(node, cst.DictComp):
             self._eval(node.key, cs)
-            self._eval(node.value, cs)
-        else:
-            self._eval(node.elt, cs)
+            return self._eval(node.value, cs)
+        return self._eval(node.elt, cs)
 
     def _bind_comp_target(self, target, value, state: _State) -> None:
         if isinstance(target, cst.Name):
@@ -1824,6 +1860,8 @@ class ModuleAnalysis:
             cls = base.cls
             m = cls.method(attr)
             if m is not None:
+                if "staticmethod" in m.info.decorator_kinds:
+                    return m  # `self.step` of a staticmethod: no receiver is bound
                 return FuncVal(m.info, m.transforms, m.bound_args, m.bound_kwargs, base,
                                m.bound_kw_values)
             value = cls.attrs.get(attr)
@@ -1841,10 +1879,16 @@ class ModuleAnalysis:
                               value.node if value.origin == "created" else None,
                               cls=value.cls)
             return value
+        if isinstance(base, NamespaceVal):
+            return base.attrs.get(attr)
         if isinstance(base, ClassVal):
-            if attr in base.cls.methods:
-                return base.cls.methods[attr]
-            return None
+            m = base.cls.method(attr)
+            if m is not None and "classmethod" in m.info.decorator_kinds:
+                # `Cls.make` of a classmethod: the class is bound as its first argument.
+                return FuncVal(m.info, m.transforms, m.bound_args, m.bound_kwargs, base,
+                               m.bound_kw_values)
+            return m
+
         if isinstance(base, SpecialVal) and base.kind == "vjp_fn" and attr == "with_refs":
             return SpecialVal("vjp_with_refs", base.target, base.node, base.api_name)
         if isinstance(base, FuncVal):
@@ -1889,6 +1933,12 @@ class ModuleAnalysis:
             return self._call_qn(node, fv.qualname, args, state)
         if isinstance(fv, FuncVal):
             return self._call_func(node, fv, args, state)
+        if isinstance(fv, Choice):
+            # `{"jit": jax.jit, "vmap": jax.vmap}[name](f)`: each may be the one called.
+            target = _first_positional(args)
+            return _one_of(_tag_via(self._call_choice(node, v, args, state), target,
+                                    node.func, v, self.module)
+                           for _, v in fv.alts)
         if isinstance(fv, OneOf):
             # `kernel = a if c else b; kernel(...)`, `if jit: f = jax.jit(f)`: each runs.
             out = "none"
@@ -1931,7 +1981,29 @@ class ModuleAnalysis:
             return self._call_special(node, fv, args, state)
         return None
 
+    def _call_choice(self, node: cst.Call, fv: Value, args: list, state: _State):
+        """One alternative of a Choice called with ``args``."""
+        if isinstance(fv, QN):
+            return self._call_qn(node, fv.qualname, args, state)
+        if isinstance(fv, FuncVal):
+            fv = self._forwarded_api(fv) or fv
+            if isinstance(fv, QN):
+                return self._call_qn(node, fv.qualname, args, state)
+            return self._call_func(node, fv, args, state)
+        if isinstance(fv, OneOf):
+            return _one_of(self._call_choice(node, f, args, state) for f in fv.alts)
+        if isinstance(fv, TransformVal):
+            target = _first_positional(args)
+            if isinstance(target, FuncVal):
+                return self._apply_api(api.API[fv.kind], target, node, fv.kwargs, fv.args,
+                                       state, fv.node)
+        return None
+
     def _call_qn(self, node: cst.Call, qn: str, args: list, state: _State) -> Optional[Value]:
+        if qn in api.NAMESPACE_CONSTRUCTORS:
+            if any(arg.star for arg, _ in args):
+                return None
+            return NamespaceVal(node, {arg.keyword.value: v for arg, v in args if arg.keyword})
         a = api.lookup(qn)
         if a is None:
             if qn.startswith("builtins."):
@@ -2661,6 +2733,61 @@ def _as_name(asname: cst.AsName) -> Optional[str]:
     return asname.name.value if isinstance(asname.name, cst.Name) else None
 
 
+_COMPREHENSION_KINDS = {cst.ListComp: "list", cst.SetComp: "set", cst.GeneratorExp: "generator",
+                        cst.DictComp: "dict"}
+_CALLABLES = (FuncVal, OneOf, QN, TransformVal)
+
+
+def _tag_via(result, target, expr, alt, module) -> Optional[Value]:
+    """``result`` of applying ``alt``, one of a Choice read at ``expr``, to ``target``: when it
+    is ``target`` with one more transform, that transform is marked as applied through the
+    Choice (`via`)."""
+    if isinstance(result, FuncVal) and isinstance(target, FuncVal) and \
+            len(result.transforms) == len(target.transforms) + 1 and \
+            not result.transforms[-1].via:
+        text = module.code_for_node(expr).strip()
+        if isinstance(alt, QN):
+            what = alt.qualname
+        elif isinstance(alt, TransformVal):
+            what = api.role_info(api.API[alt.kind].role).spelled or alt.kind \
+                if api.API[alt.kind].role is not None else alt.kind
+        elif isinstance(alt, FuncVal):
+            what = alt.info.name
+        else:
+            what = ""
+        if what and len(text) <= 40 and "\n" not in text:
+            result.transforms[-1].via = f"when `{text}` is {what}"
+    return result
+
+
+def _choice(container) -> Optional[Value]:
+    """``container[key]`` with a key reflint does not know, for a container of callables
+    (``{"jit": jax.jit, "vmap": jax.vmap}[transform]``): one of them. Unknown items are left
+    out; None when no item is a callable reflint knows, or when one is something else."""
+    items = container.items.items() if isinstance(container, DictVal) else \
+        enumerate(container.items)
+    items = list(items)
+    if items and all(isinstance(v, RefVal) for _, v in items):
+        # `refs[i]` of a list of refs: a ref, one of them.
+        return _element_of(SeqVal(tuple(v for _, v in items)))
+    alts = []
+    for k, v in items:
+        if v is None:
+            continue
+        if not isinstance(v, _CALLABLES):
+            return None
+        alts.append((k, v))
+    if not alts or len(alts) > MAX_ALTERNATIVES:
+        return None
+    funcs = [v for _, v in alts if isinstance(v, (FuncVal, OneOf))]
+    if funcs and all(isinstance(v, (FuncVal, OneOf)) or
+                     (isinstance(v, QN) and api.lookup(v.qualname) is None) for _, v in alts):
+        # Local functions and builtins (`{"f": f, "other": print}[key]`): the functions; a
+        # builtin called or transformed gives the analysis nothing.
+        return _one_of(funcs)
+    return Choice(tuple(alts))
+
+
 def _one_of(values) -> Optional[Value]:
     """The join of the values of several alternatives (a OneOf of functions)."""
     out: Optional[Value] = None
@@ -2687,6 +2814,8 @@ def _first_positional_arg(args):
 def _element_of(value: Optional[Value]) -> Optional[Value]:
     """The loop variable's value when iterating over ``value``."""
     if isinstance(value, RefSeqVal):
+        return value.item(None)
+    if isinstance(value, RefPoolVal) and value.kind != "dict":
         return value.item(None)
     if isinstance(value, SeqVal) and value.items:
         first = value.items[0]

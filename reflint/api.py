@@ -800,6 +800,12 @@ CONTAINER_CONSTRUCTORS = frozenset({
     "builtins.list", "builtins.dict", "builtins.set", "collections.defaultdict",
     "collections.OrderedDict", "collections.deque", "collections.Counter",
 })
+# The JAX Array type, as a parameter's annotation: the parameter holds an immutable Array
+# (REF013). Not `jax.typing.ArrayLike`, which admits NumPy arrays.
+ARRAY_TYPES = frozenset({"jax.Array", "jax.numpy.ndarray"})
+# Calls that build a plain attribute bag, used as mutable state (`state.count = ...`).
+NAMESPACE_CONSTRUCTORS = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
+NAMESPACE_WORDS = frozenset(qn.rsplit(".", 1)[1] for qn in NAMESPACE_CONSTRUCTORS)
 # Functions of those modules whose result is metadata, never taken for an Array by REF013.
 ARRAY_METADATA_FUNCTIONS = frozenset({
     "shape", "dtype", "iinfo", "finfo", "result_type", "promote_types", "broadcast_shapes",

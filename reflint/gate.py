@@ -65,6 +65,7 @@ _CALLING_APIS = api.CALLING_APIS
 # APIs that, as a bare decorator, keep the function reachable (the analysis binds the name to
 # a transformed function or a kernel launcher, or runs the body).
 _DECORATOR_APIS = api.DECORATOR_APIS
+_METHOD_DECORATORS = frozenset({"staticmethod", "classmethod"})
 _CONTAINER_CALLS = frozenset(q.rsplit(".", 1)[1] for q in api.CONTAINER_CONSTRUCTORS)
 _WRAPPER_RECEIVERS = frozenset({"self", "cls"})  # of api.INHERITED_WRAPPERS
 _PASS_THROUGH_CALLS = frozenset({"tuple", "list"})  # builtins returning their argument's items
@@ -94,9 +95,9 @@ _NO_FLOW = frozenset({_ANNOTATION, _TYPE_TEST, _OTHER_ANNOTATION})
 class _Scope:
     """A module, class, function or lambda body and what the gate needs from it."""
 
-    __slots__ = ("attr_writes", "bindings", "calls", "classes", "containers", "decorators",
-                 "defs", "free_decl", "imports", "is_method", "item_writes", "kind", "name",
-                 "params", "parent", "passed_to", "returns", "store_calls")
+    __slots__ = ("array_params", "attr_writes", "bindings", "calls", "classes", "containers",
+                 "decorators", "defs", "free_decl", "imports", "is_method", "item_writes",
+                 "kind", "name", "params", "parent", "passed_to", "returns", "store_calls")
 
     def __init__(self, kind, parent, name="", is_method=False):
         self.kind = kind  # "module", "class", "function", "lambda"
@@ -106,6 +107,8 @@ class _Scope:
         self.decorators: list = []  # _decorator_key of each
         self.passed_to = None  # a lambda written as a call's argument: (callee, scope)
         self.params: list = []
+        # Parameters annotated with a name spelled like the Array type (`x: jax.Array`).
+        self.array_params: frozenset = frozenset()
         self.bindings: dict = {}  # name -> [_Expr or None]
         self.containers: set = set()  # names bound here to a Python container
         self.defs: dict = {}  # name -> [_Scope]
@@ -168,6 +171,7 @@ class _Walker:
         self.scope = self.module
         self.func_names: dict = {}  # def name -> [_Scope]
         self.class_count = 0
+        self.namespace_calls = 0  # calls named like an attribute bag's constructor
         self.class_fields: set = set()
         # Names and attributes loaded other than as a callee, a type test's operand, in an
         # annotation or as a direct argument of a call (those are in `passed`, decided once
@@ -447,6 +451,9 @@ class _Walker:
                        is_method=self.scope.kind == "class" and not is_lambda)
         scope.decorators = decorators
         scope.params = [p.arg for p in params]
+        scope.array_params = frozenset(
+            p.arg for p in params if p.annotation is not None and
+            _annotation_word(p.annotation) in _ARRAY_TYPE_WORDS)
         self.scopes.append(scope)
         if is_lambda:
             for e in self.exprs:
@@ -611,6 +618,8 @@ class _Walker:
                 e.opaque_call = True
         if callee is not None:
             self.scope.calls.add(callee)
+            if callee in _NAMESPACE_NAMES:
+                self.namespace_calls += 1
         if any(k.arg in api.REF_KEYWORDS for k in node.keywords):
             self.ref_keyword_calls.append((chain, self.scope) if chain is not None else True)
         # A module object passed to a builtin (`hasattr(jax, "new_ref")`) goes nowhere the
@@ -830,8 +839,11 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
     refs = unavailable = leak_api = False
     array_chains: set = set()  # spellings (as written) that name an Array producer
     calling_chains: set = set()  # spellings of APIs that call the functions passed to them
+    array_annotation = False  # a parameter annotated jax.Array holds an Array (REF013)
     for dotted, ctx, is_value, scope in w.chains:
         for qn in _resolve_chain(w, dotted, scope):
+            if ctx == _ANNOTATION and qn in api.ARRAY_TYPES:
+                array_annotation = True
             canon = api.CANONICAL.get(qn)
             if canon is not None:
                 # The Ref type makes refs only as a parameter's or class field's annotation
@@ -876,7 +888,8 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
     if "REF013" in enabled and w.item_bases:
         # An array function used as a value (`op = jnp.add`) may be called through a name.
         values = any(is_value and dotted in array_chains for dotted, _, is_value, _ in w.chains)
-        v.array_item = _array_item_possible(w, array_chains, calling_chains, values)
+        v.array_item = (array_annotation and _array_param_item(w)) or \
+            _array_item_possible(w, array_chains, calling_chains, values)
     return v
 
 
@@ -917,7 +930,8 @@ def _leak_possible(w: _Walker) -> bool:
             if _maybe_free(f, name) and _outer_container(f, name):
                 return True
         for name in f.attr_writes:
-            if _maybe_free(f, name) and w.class_count and _may_be_instance(w, f, name):
+            if _maybe_free(f, name) and (w.class_count or w.namespace_calls) and \
+                    _may_be_instance(w, f, name):
                 return True
             if f.is_method and f.params and name == f.params[0] and \
                     any(s is f for s in escaping):
@@ -938,7 +952,8 @@ class _FunctionValues:
     and the calls of local functions and of the APIs it knows; not into an imported function
     it does not know or a builtin (calling those gives nothing), nor through a decorator that
     is neither a transform nor a local function: the decorated name is bound to nothing then
-    (``@property``, ``@functools.wraps(f)``, ``@staticmethod``), so no call reaches it."""
+    (``@property``, ``@functools.wraps(f)``; a method's builtin ``@staticmethod`` or
+    ``@classmethod`` keeps it), so no call reaches it."""
 
     def __init__(self, w: _Walker):
         self.w = w
@@ -957,6 +972,9 @@ class _FunctionValues:
                 local = leak = dead = False
                 for kind, dotted in f.decorators:
                     values = _dotted_values(w, dotted, f.parent) if dotted else None
+                    if f.parent.kind == "class" and dotted in _METHOD_DECORATORS and \
+                            values == {None}:
+                        continue  # the builtin: the analysis keeps the method's function
                     if values is None:
                         local = True
                     elif kind == "call":
@@ -1018,6 +1036,32 @@ def _inert_callee(w: _Walker, dotted: Optional[str], scope: _Scope) -> bool:
     return dotted is not None and _dotted_values(w, dotted, scope) == {None}
 
 
+_ARRAY_TYPE_WORDS = frozenset(qn.rsplit(".", 1)[1] for qn in api.ARRAY_TYPES)
+
+
+def _annotation_word(node) -> str:
+    """The last name of an annotation as the analysis reads it (``Ref[...]`` -> its value; a
+    string annotation's text)."""
+    if type(node) is ast.Subscript:
+        node = node.value
+    if type(node) is ast.Constant and type(node.value) is str:
+        text = node.value.strip()
+        return text.split("[", 1)[0].rsplit(".", 1)[-1].strip()
+    return (_dotted(node) or "").rsplit(".", 1)[-1]
+
+
+def _array_param_item(w: _Walker) -> bool:
+    """An item assignment to a name that may be a parameter annotated with the Array type."""
+    for kind, scope, name in w.item_bases:
+        if kind == "name" and any(name in s.array_params for s in _lookups(scope, name)):
+            return True
+    return False
+
+
+# `types.SimpleNamespace(...)`: the analysis' attribute bags (api.NAMESPACE_CONSTRUCTORS).
+_NAMESPACE_NAMES = api.NAMESPACE_WORDS
+
+
 def _may_be_instance(w: _Walker, scope: _Scope, name: str) -> bool:
     """The free name ``name`` read in ``scope`` may hold an instance of a class of this
     module: a parameter (``self``, an annotated or passed instance), or a variable bound to a
@@ -1029,7 +1073,9 @@ def _may_be_instance(w: _Walker, scope: _Scope, name: str) -> bool:
         for e in s.bindings.get(name, ()):
             if e is None:
                 continue
-            if e.opaque_call or not e.attr_calls.isdisjoint(w.func_names):
+            if e.opaque_call or not e.attr_calls.isdisjoint(w.func_names) or \
+                    not e.attr_calls.isdisjoint(_NAMESPACE_NAMES) or \
+                    any(n in _NAMESPACE_NAMES for _, n in e.name_calls):
                 return True
             for sc, n in e.name_calls | e.names:
                 for d in _lookups(sc, n):

@@ -79,6 +79,9 @@ class Transform:
     node: "cst.CSTNode"  # the decorator expression or the call
     kwargs: dict  # keyword name -> cst expression
     args: tuple = ()  # extra positional cst expressions (e.g. vmap's in_axes)
+    # Applied as one of several callables (a Choice): which, for messages ("when `transform`
+    # is jax.vmap"); "" when it is the only one.
+    via: str = ""
 
 
 @dataclass(eq=False)
@@ -100,6 +103,36 @@ class OneOf(Value):
     finding holds when it holds for one of the functions that reach the call."""
 
     alts: tuple
+
+
+@dataclass(eq=False)
+class Choice(Value):
+    """One of several callables picked at run time from a container by a key reflint does not
+    know: ``{"jit": jax.jit, "vmap": jax.vmap}[transform]``, ``ops[name]``. Called or used as a
+    decorator, each of them is (a finding holds when it holds for one of them); anywhere else
+    it is unknown. ``alts`` are (label, value) pairs: the key and the callable (a FuncVal, a
+    OneOf, a QN of an API, a TransformVal)."""
+
+    alts: tuple
+
+
+@dataclass(eq=False)
+class RefPoolVal(Value):
+    """A container built by a comprehension whose every element is a ref created by the
+    comprehension: ``[jax.new_ref(x) for x in xs]``, ``{k: jax.new_ref(v) for k, v in d}``.
+    Its items are distinct refs: ``pool[0]`` and ``pool[1]`` differ, ``pool[0]`` twice is one
+    ref; an item at an unknown index may be any of them."""
+
+    base: RefVal  # the element's ref, made once per iteration
+    kind: str = "list"  # "list", "dict", "set", "generator"
+
+    def item(self, key=None) -> RefVal:
+        b = self.base
+        unique = key is not None
+        label = f"[{key!r}]" if unique else "[?]"
+        return RefVal(key=(b.key, "pool", label), origin=b.origin, node=b.node, scope=b.scope,
+                      name=f"{b.name}{label}" if b.name else "", kwargs=b.kwargs,
+                      unique=unique, tree=b.tree, cls=b.cls)
 
 
 @dataclass(eq=False)
@@ -152,6 +185,15 @@ class ClassVal(Value):
 class InstanceVal(Value):
     cls: "ClassInfo"
     node: Optional["cst.CSTNode"] = None  # the call that created it, when known (identity)
+
+
+@dataclass(eq=False)
+class NamespaceVal(Value):
+    """A plain attribute bag (``types.SimpleNamespace(count=0, buf=x_ref)``): mutable Python
+    state whose attributes are the ones given and the ones assigned later."""
+
+    node: "cst.CSTNode"  # the call that created it (its identity)
+    attrs: dict = field(default_factory=dict)  # attribute -> joined Value
 
 
 @dataclass(eq=False)
@@ -211,6 +253,8 @@ def iter_refs(value: Optional[Value], path: str = "", _classes: tuple = ()
     elif isinstance(value, DictVal):
         for k, item in value.items.items():
             yield from iter_refs(item, f"{path}[{k!r}]")
+    elif isinstance(value, RefPoolVal):
+        yield value.item(None), f"{path}[...]"
 
 
 def tree_attribute(base: RefVal, attr: str, attrs: Optional[dict] = None) -> Optional[RefVal]:
@@ -253,7 +297,7 @@ def is_interesting(value: Optional[Value]) -> bool:
     """Worth propagating between functions: contains a ref or a local function."""
     if value is None:
         return False
-    if isinstance(value, (RefVal, FuncVal, RefSeqVal)):
+    if isinstance(value, (RefVal, FuncVal, RefSeqVal, RefPoolVal)):
         return True
     if isinstance(value, SeqVal):
         return any(is_interesting(v) for v in value.items)
@@ -301,8 +345,13 @@ def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
             if not any(g.info is f.info and g.transforms == f.transforms for g in alts):
                 alts.append(f)
         return OneOf(tuple(alts)) if len(alts) <= MAX_ALTERNATIVES else None
+    if isinstance(a, RefPoolVal) and isinstance(b, RefPoolVal) and a.base.key == b.base.key \
+            and a.kind == b.kind:
+        return a
     if isinstance(a, RefSeqVal) and isinstance(b, RefSeqVal) and a.base.key == b.base.key \
             and a.offset == b.offset and a.exact == b.exact:
+        return a
+    if isinstance(a, NamespaceVal) and isinstance(b, NamespaceVal) and a.node is b.node:
         return a
     if isinstance(a, (ClassVal, InstanceVal)) and type(a) is type(b) and a.cls is b.cls:
         if isinstance(a, InstanceVal) and a.node is not b.node:
@@ -323,6 +372,8 @@ def signature(value: Optional[Value]) -> Any:
         return ("dict",) + tuple(sorted((str(k), signature(v)) for k, v in value.items.items()))
     if isinstance(value, RefSeqVal):
         return ("refseq", value.base.key, value.offset, value.exact)
+    if isinstance(value, RefPoolVal):
+        return ("refpool", value.base.key, value.kind)
     if isinstance(value, OneOf):
         return ("alts",) + tuple(signature(f) for f in value.alts)
     if isinstance(value, FuncVal):

@@ -21,6 +21,15 @@ def role_word(kind) -> str:
     return api.role_info(kind).word
 
 
+def via(transforms) -> str:
+    """" (when `transform` is jax.vmap)" for transforms applied as one of several callables
+    picked at run time (the analysis' Choice), else ""."""
+    for t in transforms or ():
+        if getattr(t, "via", ""):
+            return f" ({t.via})"
+    return ""
+
+
 def ref_name(analysis, expr, ref) -> str:
     if expr is not None:
         text = analysis.module.code_for_node(expr).strip()

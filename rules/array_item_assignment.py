@@ -85,9 +85,11 @@ class ArrayItemAssignment(Rule):
     code = "REF013"
     name = "array-item-assignment"
     fixable = SAFE
-    # A JAX array module or a Ref API, and a subscript: an item target need not be followed by
-    # `=` in the text (`x[0], x[1] = ...`, `for x[i] in ...`, a line continuation).
-    triggers = ("jax", r"numpy|lax|random|\bnn\b|scipy|[rR]ef|freeze|pallas|mutable_array",
+    # A JAX array module, a Ref API or the Array type (a parameter's annotation), and a
+    # subscript: an item target need not be followed by `=` in the text (`x[0], x[1] = ...`,
+    # `for x[i] in ...`, a line continuation).
+    triggers = ("jax", r"numpy|lax|random|\bnn\b|scipy|[rR]ef|freeze|pallas|mutable_array|"
+                + "|".join(sorted({qn.rsplit(".", 1)[1] for qn in api.ARRAY_TYPES})),
                 r"\]")
 
     def check(self, analysis):
@@ -124,6 +126,9 @@ def _array_reason(analysis, base, expr, func):
         if not _true_array(analysis, base.node, 0):
             return None
         node = base.node
+        if isinstance(node, cst.Param):
+            ann = analysis.module.code_for_node(node.annotation.annotation).strip()
+            return f"parameter `{node.name.value}` annotated `{ann}`"
         if isinstance(node, cst.Call):
             return f"the result of {analysis.module.code_for_node(node.func).strip()}()"
         if isinstance(node, cst.Subscript) and \
@@ -152,6 +157,8 @@ def _true_array(analysis, node, depth, element=False) -> bool:
     ``element``: the value is indexed once (an element of a list of arrays is an array)."""
     if node is None or depth > 20:
         return False
+    if isinstance(node, cst.Param):
+        return True  # annotated jax.Array (api.ARRAY_TYPES)
     if isinstance(node, cst.Call):
         qn = _qn_short(analysis, node)
         if qn is None:

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 from reflint import api
+from reflint._lazy import lazy
 from reflint.rule import Finding, Rule
-from reflint.values import iter_refs
+from reflint.values import OneOf, iter_refs
 
-from ._common import REF_EVIDENCE, nnx_root_name, where_from
+from ._common import REF_EVIDENCE, nnx_root_name, via, where_from
+
+cst = lazy("libcst")
 
 # The calls that reject aliased refs, and their words in messages.
 CALL_KINDS = {a.name: a.call_word for a in api.APIS if a.checks_aliasing}
@@ -56,8 +59,11 @@ class RefPassedTwice(Rule):
 
     ## Known limits
     Two different names are only known to alias when the analysis sees both bound to the same
-    ref (same creation, same parameter). Refs created in a loop or comprehension are not
-    compared. Flax NNX objects holding refs count with their Variables and sub-modules: one
+    ref (same creation, same parameter). Items of a list or dict built by a comprehension of
+    new refs are compared by their constant index or key (`pool[0]` twice is reported,
+    `pool[0], pool[1]` is not; `pool[i]` is compared with nothing). A name that holds one of
+    several refs (`r = a_ref if c else b_ref`, a loop's ref) is reported only when that one
+    name is passed twice. Flax NNX objects holding refs count with their Variables and sub-modules: one
     object passed twice, or holding one Variable at two attributes (`self.c = self.a`), is
     reported for `jax.jit`, not for `nnx.jit` (which accepts both); see docs/flax-nnx.md.
 
@@ -94,22 +100,43 @@ class RefPassedTwice(Rule):
                 else:
                     label = analysis.module.code_for_node(expr).strip()
                 for ref, path in iter_refs(value):
+                    key = ref.key
                     if not ref.unique:
-                        continue
-                    if ref.key in seen:
-                        first = seen[ref.key]
-                        name = ref.name or "a ref"
-                        msg = (f"{name} is passed twice to {CALL_KINDS[kind]} "
+                        # One of several refs (`r = a_ref if c else b_ref`, a loop's ref): the
+                        # same one only where one name is passed twice.
+                        if not isinstance(expr, cst.Name):
+                            continue
+                        key = ("name", expr.value, ref.key)
+                    if key in seen:
+                        first = seen[key]
+                        name = key[1] if key is not ref.key else (ref.name or "a ref")
+                        msg = (f"{name} is passed twice to {CALL_KINDS[kind]}"
+                               f"{_which(analysis, call)} "
                                f"(as {first} and as {label}{path}){where_from(analysis, ref)}; "
                                f"JAX forbids aliased refs — pass each ref once")
                         if ref.tree:
                             msg += _nnx_hint(first, f"{label}{path}", ref)
                         yield Finding(call.node, msg)
                         break
-                    seen[ref.key] = f"{label}{path}"
+                    seen[key] = f"{label}{path}"
                 else:
                     continue
                 break
+
+
+def _which(analysis, call) -> str:
+    """Which function the call reaches, when its callee is a name or item that may hold one
+    of several (`kernel = a if c else b`, `fns[key]`, a transform picked from a table)."""
+    out = via(call.transforms)
+    if len(call.targets) != 1 or not isinstance(call.node, cst.Call):
+        return out
+    target = call.targets[0]
+    if target.is_lambda or not isinstance(analysis.value_of(call.node.func), OneOf):
+        return out
+    text = analysis.module.code_for_node(call.node.func).strip()
+    if len(text) <= 40 and "\n" not in text and text.rsplit(".", 1)[-1] != target.name:
+        out += f" (`{text}` is {target.name} here)"
+    return out
 
 
 def _nnx_hint(first: str, second: str, ref) -> str:

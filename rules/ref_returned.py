@@ -99,7 +99,10 @@ class RefReturned(Rule):
             if kinds and analysis.unchecked_trace(fact.func):
                 # Inside a Pallas kernel a loop may carry a ref through (checks are off).
                 kinds = {k for k in kinds if not api.role_info(k).carries_refs_unchecked}
-            role = next((r for r in RETURN_ROLES if r in kinds), None)
+            # The first transform applied to the function traces its body first, and its error
+            # is JAX's (`@jax.custom_vjp def f` then `if jit: f = jax.jit(f)`: the primal's).
+            role = next((r.kind for r in fact.func.roles.values()
+                         if r.kind in kinds and r.kind in RETURN_ROLES), None)
             if role is None or fact.expr is None:
                 continue
             refs = list(iter_refs(fact.value))

@@ -4,7 +4,7 @@ from reflint import api
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
-from ._common import REF_EVIDENCE, role_word
+from ._common import REF_EVIDENCE, role_word, via
 
 
 class RefViewPassedToTransform(Rule):
@@ -92,7 +92,8 @@ class RefViewPassedToTransform(Rule):
                     text = "the argument"
                 base = f" (a view {view.name}{view.view} of {view.name})" if view.name else \
                     " (a ref view)"
-                yield Finding(expr, f"{text}{base} is passed to {role_word(role)}; "
+                yield Finding(expr, f"{text}{base} is passed to {role_word(role)}"
+                                    f"{via(call.transforms)}; "
                                     f"{error} — pass the ref itself and index it inside the "
                                     f"function")
 

@@ -68,6 +68,9 @@ class RematOfImpureFunction(Rule):
     runs once and nothing goes wrong, but a checkpointed function exists to be differentiated.
     A checkpointed function that only *reads* a ref argument is not reported, although JAX
     ≤0.8 rejects it under `grad` (`NotImplementedError ... [ReadEffect(0)]`); 0.9+ accept it.
+    A checkpoint picked at run time from a table of transforms
+    (`{"jit": jax.jit, "remat": jax.remat}[name]`, the way JAX's own tests run one function
+    under each transform) is not reported.
     `kind='no_grad_no_remat'` is recognised only where the ref's creation is visible in the
     module. `flax.linen.remat` and other wrappers are not recognised.
 
@@ -93,7 +96,11 @@ class RematOfImpureFunction(Rule):
         if not writes:
             return
         for info in analysis.traced_functions():
-            roles = [r for r in info.roles.values() if api.role_info(r.kind).remat]
+            # Not a checkpoint picked from a table of transforms at run time
+            # (`{"jit": jax.jit, "remat": jax.remat}[name]`): that is a test running one
+            # function under each transform, not a layer checkpointed to be differentiated.
+            roles = [r for r in info.roles.values() if api.role_info(r.kind).remat
+                     and not (r.transform is not None and r.transform.via)]
             if not roles:
                 continue
             extent = analysis.trace_extent(info)

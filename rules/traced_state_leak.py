@@ -3,7 +3,7 @@ from __future__ import annotations
 from reflint._lazy import lazy
 from reflint import api
 from reflint.rule import Finding, Rule
-from reflint.values import ArrayVal, ClassVal, InstanceVal, QN, RefVal, iter_refs
+from reflint.values import ArrayVal, ClassVal, InstanceVal, NamespaceVal, QN, RefVal, iter_refs
 
 from ._common import nnx_words, parents_of, role_word
 
@@ -117,9 +117,10 @@ class TracedStateLeak(Rule):
     fixable = ""
     # An API tracing once per call, and a store method, a subscript (an item target need not
     # be followed by `=` in the text: `d[k], y = ...`) or a class (attributes are reported
-    # only on instances of local classes and on `self`).
+    # only on instances of local classes, attribute bags and `self`).
     triggers = (api.trigger_words(api.ONCE_PER_TRACE_APIS),
-                r"\b(?:append|extend|insert|update|add|appendleft|extendleft)\b|\]|\bclass\b")
+                r"\b(?:append|extend|insert|update|add|appendleft|extendleft)\b|\]|\bclass\b|"
+                + r"\b(?:" + "|".join(sorted(api.NAMESPACE_WORDS)) + r")\b")
 
     def check(self, analysis):
         for w in analysis.item_writes:
@@ -392,6 +393,8 @@ def _is_self_of_traced_method(analysis, func, name_node) -> bool:
 def _plain_local_instance(analysis, value, attr, depth=0) -> bool:
     """An instance of a module-local class whose attribute assignment is plain Python: no
     ``__setattr__``, no property or descriptor named ``attr``, only local or no bases."""
+    if isinstance(value, NamespaceVal):
+        return True  # types.SimpleNamespace: plain attribute assignment
     if not isinstance(value, InstanceVal):
         return False
     return _plain_class(analysis, value.cls, attr, depth)

@@ -262,11 +262,6 @@ NO_ARRAY_ITEMS = [
     def put2(a):
         a[0] = 1.
     put2(jnp.zeros(3))
-    class C:
-        @staticmethod
-        def put3(a):
-            a[0] = 1.
-    C.put3(jnp.zeros(3))
     """,
 ]
 

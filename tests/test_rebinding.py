@@ -263,3 +263,52 @@ def test_array_ref_annotation_is_reported():
             return x
         """
     assert [c for _, c in _lint(src)] == ["REF015", "REF015"]
+
+
+# -- values through the constructs real code uses ----------------------------------------------
+# The ref of each case held in a container, an attribute bag, an instance or a conditional
+# expression, and the function reached through a table, a conditional expression or a method:
+# the codes must be those of the plain program. `x_ref` (in the definitions and the call) is
+# replaced by the expression that reaches the ref; `f` in the call by one reaching the function.
+
+REF_HOLDERS = {
+    "list_comprehension": ("pool = [jax.new_ref(jnp.zeros(3)) for _ in range(2)]\n", "pool[0]"),
+    "dict_comprehension": ("bufs = {k: jax.new_ref(jnp.zeros(3)) for k in ('a', 'b')}\n",
+                           "bufs['a']"),
+    "dict_literal": ("bufs = {'a': jax.new_ref(jnp.zeros(3)), 'b': None}\n", "bufs['a']"),
+    "list_literal": ("pair = [jax.new_ref(jnp.zeros(3)), jax.new_ref(jnp.ones(3))]\n",
+                     "pair[1]"),
+    "simple_namespace": ("import types\nns = types.SimpleNamespace(r=jax.new_ref(jnp.zeros(3)))\n",
+                         "ns.r"),
+    "instance": ("class Holder:\n    def __init__(self):\n"
+                 "        self.r = jax.new_ref(jnp.zeros(3))\n\nh = Holder()\n", "h.r"),
+    "same_ref_either_way": ("r0 = jax.new_ref(jnp.zeros(3))\nsel = r0 if FLAG else r0\n", "sel"),
+}
+FUNCTION_HOLDERS = {
+    "dict_literal": ("fns = {'f': f}\n", "fns['f']"),
+    "conditional": ("g = f if FLAG else f\n", "g"),
+    "table_by_unknown_key": ("import sys\nfns = {'f': f, 'other': print}\n",
+                             "fns[sys.argv[0]]"),
+}
+
+
+def _construct_programs():
+    import re
+
+    for name, defs, call, expected in CASES:
+        for holder, (prelude, expr) in REF_HOLDERS.items():
+            body = (prelude + re.sub(r"\bx_ref\b", expr, defs) + "\n" +
+                    re.sub(r"\bx_ref\b", expr, call) + "\n")
+            yield f"{name}-ref-{holder}", body, expected
+        for holder, (prelude, expr) in FUNCTION_HOLDERS.items():
+            body = MAKE + defs + "\n" + prelude + re.sub(r"\bf\b", expr, call) + "\n"
+            yield f"{name}-function-{holder}", body, expected
+
+
+CONSTRUCTS = list(_construct_programs())
+
+
+@pytest.mark.parametrize("prog", CONSTRUCTS, ids=[p[0] for p in CONSTRUCTS])
+def test_values_through_constructs_keep_the_verdict(prog):
+    _, body, expected = prog
+    assert codes(body) == expected, body
