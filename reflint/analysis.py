@@ -956,8 +956,6 @@ class ModuleAnalysis:
         if p.annotation_qn and api.canonical(p.annotation_qn) == api.REF_TYPE:
             return RefVal(key=("param", id(info.node), p.name), origin="param", node=p.node,
                           scope=info, name=p.name)
-        if p.annotation_qn in api.ARRAY_TYPES and p.kind in ("pos", "posonly", "kwonly"):
-            return ArrayVal(p.node)  # `x: jax.Array`: the parameter's node
         if p.node.annotation is not None and isinstance(p.node.annotation.annotation, cst.Name):
             # `s: State` with State a class of this module: its instances' attributes.
             cls = self._lookup_static(p.node.annotation.annotation, info)
@@ -981,6 +979,12 @@ class ModuleAnalysis:
         seed = info.seeds.get(p.name)
         if seed is not None:
             return self._rebase(seed, info, p)
+        if p.annotation_qn in api.ARRAY_TYPES and p.kind in ("pos", "posonly", "kwonly") \
+                and "ref" not in p.name.lower():
+            # `x: jax.Array` (no call passes it a ref): an Array; the parameter's node. JAX's
+            # own code annotates refs `jax.Array` too (`o_ref: jax.Array` in a kernel helper):
+            # a parameter named like a ref is left unknown.
+            return ArrayVal(p.node)
         return None
 
     def _rebase(self, value: Optional[Value], info: FunctionInfo, p: Param, path: str = ""):

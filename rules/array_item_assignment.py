@@ -34,7 +34,9 @@ class ArrayItemAssignment(Rule):
     arithmetic on one, or the value read from a Ref (`x = x_ref[...]`). It also reports it on a
     parameter of a traced function (`jit`, `vmap`, a `lax.scan`/`fori_loop`/`while_loop`
     body...) when every call in the module passes it an Array: inside the trace the parameter
-    is a tracer. NumPy arrays are not reported.
+    is a tracer, and on a parameter annotated `jax.Array` (or `jnp.ndarray`) that no call in the
+    module passes a ref (a parameter named like a ref, `o_ref: jax.Array`, is left alone: JAX's
+    own kernel helpers annotate refs that way). NumPy arrays and `ArrayLike` are not reported.
 
     ## Why is this bad?
     JAX arrays are immutable: item assignment raises `TypeError` at run time, inside `jit` or
