@@ -376,16 +376,19 @@ def test_gate_covers_the_analysis_on_installed_jax():
 
 BASES = ["x", "d", "cache", "state", "out", "buf"]
 VALUES = ["jnp.zeros(3)", "{}", "[]", "dict()", "Box()", "f(x)", "x + 1", "x", "lambda v: v",
-          "jnp.add", "list(x)", "x[0]", "g", "op(x, x)", "g(x)"]
+          "jnp.add", "list(x)", "x[0]", "g", "op(x, x)", "g(x)", "types.SimpleNamespace(a=1)",
+          "SimpleNamespace()", "{'k': jnp.zeros(3)}[x]", "[jnp.zeros(3) for _ in x]"]
 BODY = ["{b}[0] = {v}", "{b}[0] += 1", "{b}.append({v})", "{b}.attr = {v}", "self.n = {v}",
         "self.n += 1", "{b} = {v}", "return {b}", "global {b}", "y = {b}({v})",
         "for k in {v}:\n    {b}[k] = 1"]
 WRAPS = ["@jax.jit\n", "@jax.vmap\n", "@jax.grad\n", "", "@partial(jax.jit, static_argnums=0)\n",
-         "@functools.wraps(g)\n", "@jax.custom_vjp\n", "@staticmethod\n", "@functools.cache\n"]
+         "@functools.wraps(g)\n", "@jax.custom_vjp\n", "@staticmethod\n", "@functools.cache\n",
+         "@classmethod\n", "@{'j': jax.jit, 'v': jax.vmap}[KEY]\n"]
 CALLS = ["jax.jit(h)({v})", "h({v})", "jax.lax.scan(h, {v}, xs)", "jax.vmap(h)", "m = h", "",
          "Box().h({v})", "jax.jit(Box().h)({v})", "jax.tree.map(h, {v})", "sorted({v}, key=h)",
          "jax.lax.scan(lambda c, v: h(v), {v}, xs)", "jax.tree.map(lambda v: h(v), {v})",
-         "compile_it(h)", "list(map(h, [{v}]))", "register(h)", "table[0] = h"]
+         "compile_it(h)", "list(map(h, [{v}]))", "register(h)", "table[0] = h", "Box.h({v})",
+         "jax.jit(Box.h)({v})", "{{'a': h, 'b': print}}[KEY]({v})"]
 
 
 @st.composite
@@ -400,14 +403,17 @@ def programs(draw):
     body = [pick(BODY).format(b=pick(BASES), v=pick(VALUES))
             for _ in range(draw(st.integers(1, 4)))]
     method = draw(st.booleans())
-    func = pick(WRAPS) + f"def h({'self, x' if method else 'x'}):\n" + \
+    x = pick(["x", "x: jax.Array", "x: 'jnp.ndarray'"])
+    func = pick(WRAPS) + f"def h({'self, ' if method else ''}{x}):\n" + \
         textwrap.indent("\n".join(body), "    ")
     if method:
         func = "class Box:\n" + textwrap.indent(func, "    ")
     else:
         func = "class Box:\n    pass\n\n" + func
     call = pick(CALLS).format(v=pick(VALUES))
-    return ("import functools\nfrom functools import partial\nimport jax\nimport jax.numpy as jnp\n"
+    return ("import functools\nimport types\nfrom functools import partial\n"
+            "from types import SimpleNamespace\nimport jax\nimport jax.numpy as jnp\n"
+            "KEY = __name__\n"
             "from jax._src.interpreters.mlir import register_lowering as register\n"
             "op = jnp.add\ng = lambda v: jnp.sin(v)\ncompile_it = lambda fn: jax.jit(fn)\n"
             "table = {}\n" +
