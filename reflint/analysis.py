@@ -28,8 +28,8 @@ import libcst as cst
 
 from . import api
 from .values import (
-    QN, ArrayVal, Choice, ClassVal, DictVal, FuncVal, InstanceVal, NamespaceVal, NnxVal, OneOf,
-    RefPoolVal,
+    QN, ArrayVal, Choice, ClassVal, DictVal, FuncPoolVal, FuncVal, InstanceVal, NamespaceVal,
+    NnxVal, OneOf, RefPoolVal,
     RefSeqVal, RefVal,
     SeqVal, as_view, SpecialVal, Transform, TransformVal, Value, contains_ref, is_interesting, iter_refs,
     join, signature, tree_attribute, MAX_ALTERNATIVES,
@@ -1698,6 +1698,8 @@ class ModuleAnalysis:
                 return ArrayVal(node)
             if isinstance(base, RefSeqVal):
                 return _seq_item(base, node)
+            if isinstance(base, FuncPoolVal):
+                return base.elt if base.kind in ("list", "dict") else None
             if isinstance(base, RefPoolVal):
                 item = base.item(_const_index(node))
                 if type(node.value) is cst.Name and node.value.value not in state.env:
@@ -1800,6 +1802,9 @@ class ModuleAnalysis:
                     elt.node is (node.value if t is cst.DictComp else node.elt):
                 # A fresh ref per element: `[jax.new_ref(x) for x in xs]`.
                 return RefPoolVal(elt, _COMPREHENSION_KINDS[t])
+            if isinstance(elt, (FuncVal, OneOf)):
+                # Functions: `[jax.jit(k) for k in (k1, k2)]`; each item is one of them.
+                return FuncPoolVal(elt, _COMPREHENSION_KINDS[t])
             return None
         if t in (cst.Await,):
             return self._eval(node.expression, state)
@@ -2821,6 +2826,8 @@ def _element_of(value: Optional[Value]) -> Optional[Value]:
         return value.item(None)
     if isinstance(value, RefPoolVal) and value.kind != "dict":
         return value.item(None)
+    if isinstance(value, FuncPoolVal) and value.kind != "dict":
+        return value.elt
     if isinstance(value, SeqVal) and value.items:
         first = value.items[0]
         out = first

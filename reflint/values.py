@@ -136,6 +136,16 @@ class RefPoolVal(Value):
 
 
 @dataclass(eq=False)
+class FuncPoolVal(Value):
+    """A container built by a comprehension whose elements are functions: ``[jax.jit(k) for k
+    in kernels]``, ``{name: jax.vmap(f) for ...}``. Every item is ``elt`` (a FuncVal, or a
+    OneOf of the functions the loop may give)."""
+
+    elt: Value
+    kind: str = "list"
+
+
+@dataclass(eq=False)
 class RefSeqVal(Value):
     """A tuple of refs of unknown length: a Pallas kernel's ``*refs`` parameter, or a slice
     of one. Indexing, unpacking and iterating give refs (``item``)."""
@@ -297,7 +307,7 @@ def is_interesting(value: Optional[Value]) -> bool:
     """Worth propagating between functions: contains a ref or a local function."""
     if value is None:
         return False
-    if isinstance(value, (RefVal, FuncVal, RefSeqVal, RefPoolVal)):
+    if isinstance(value, (RefVal, FuncVal, RefSeqVal, RefPoolVal, FuncPoolVal)):
         return True
     if isinstance(value, SeqVal):
         return any(is_interesting(v) for v in value.items)
@@ -345,6 +355,9 @@ def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
             if not any(g.info is f.info and g.transforms == f.transforms for g in alts):
                 alts.append(f)
         return OneOf(tuple(alts)) if len(alts) <= MAX_ALTERNATIVES else None
+    if isinstance(a, FuncPoolVal) and isinstance(b, FuncPoolVal) and a.kind == b.kind:
+        elt = join(a.elt, b.elt)
+        return FuncPoolVal(elt, a.kind) if elt is not None else None
     if isinstance(a, RefPoolVal) and isinstance(b, RefPoolVal) and a.base.key == b.base.key \
             and a.kind == b.kind:
         return a
@@ -374,6 +387,8 @@ def signature(value: Optional[Value]) -> Any:
         return ("refseq", value.base.key, value.offset, value.exact)
     if isinstance(value, RefPoolVal):
         return ("refpool", value.base.key, value.kind)
+    if isinstance(value, FuncPoolVal):
+        return ("funcpool", signature(value.elt), value.kind)
     if isinstance(value, OneOf):
         return ("alts",) + tuple(signature(f) for f in value.alts)
     if isinstance(value, FuncVal):

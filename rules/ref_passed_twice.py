@@ -135,7 +135,7 @@ def _which(analysis, call) -> str:
         return out
     text = analysis.module.code_for_node(call.node.func).strip()
     if len(text) <= 40 and "\n" not in text and text.rsplit(".", 1)[-1] != target.name:
-        out += f" (`{text}` is {target.name} here)"
+        out += f" (when `{text}` is {target.name})"
     return out
 
 

@@ -388,7 +388,8 @@ CALLS = ["jax.jit(h)({v})", "h({v})", "jax.lax.scan(h, {v}, xs)", "jax.vmap(h)",
          "Box().h({v})", "jax.jit(Box().h)({v})", "jax.tree.map(h, {v})", "sorted({v}, key=h)",
          "jax.lax.scan(lambda c, v: h(v), {v}, xs)", "jax.tree.map(lambda v: h(v), {v})",
          "compile_it(h)", "list(map(h, [{v}]))", "register(h)", "table[0] = h", "Box.h({v})",
-         "jax.jit(Box.h)({v})", "{{'a': h, 'b': print}}[KEY]({v})"]
+         "jax.jit(Box.h)({v})", "{{'a': h, 'b': print}}[KEY]({v})",
+         "[jax.jit(q) for q in (h, g)][0]({v})", "fs = {{k: jax.vmap(h) for k in 'ab'}}"]
 
 
 @st.composite

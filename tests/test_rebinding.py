@@ -289,6 +289,7 @@ FUNCTION_HOLDERS = {
     "conditional": ("g = f if FLAG else f\n", "g"),
     "table_by_unknown_key": ("import sys\nfns = {'f': f, 'other': print}\n",
                              "fns[sys.argv[0]]"),
+    "list_comprehension": ("fns = [g for g in (f, f)]\n", "fns[1]"),
 }
 
 
