@@ -2892,7 +2892,8 @@ class ModuleAnalysis:
         records = [(o, dict(o.__dict__)) for o in (self.module_info, *self.functions.values(),
                                                    *self.classes.values())]
         for k, v in saved.items():
-            self.__dict__[k] = fresh(v)
+            # The values (the largest table) hold no container the evaluation updates in place.
+            self.__dict__[k] = dict(v) if k == "_values" else fresh(v)
         for o, d in records:
             for k, v in d.items():
                 if type(v) in (dict, list, set):
