@@ -10,7 +10,10 @@ It answers, for a libcst module and without importing anything:
    the function arguments of ``lax.scan``/``cond``/``switch``/``while_loop``/``fori_loop``/``map``,
    ``custom_vjp`` rules, Pallas kernels), directly or through helpers they call;
 4. call-site bindings (argument -> parameter, through pytrees) and closures (refs a function
-   reads from enclosing scopes, module globals included).
+   reads from enclosing scopes, module globals included);
+5. which values depend on the inputs of a differentiated function, and which of them are
+   written into refs JAX does not differentiate (``dependence``: the same evaluation, run again
+   for each differentiated function with a ``deps`` component in its state, per call context).
 
 The evaluation is an abstract interpretation over the statements of each function in program
 order (branches merged), repeated until parameter and return summaries reach a fixpoint.
@@ -1123,7 +1126,7 @@ class ModuleAnalysis:
             self.returns.append(fact)
             self._note_return(info, value)
             if deps is not None:
-                self._dep.frame.returns |= self._dep_of(info.node.body, state)
+                self._dep.frame.returns |= self._dep_of(info.node.body)
         else:
             self._exec_block(info.node.body.body if isinstance(info.node.body, cst.IndentedBlock)
                              else info.node.body.body, state)
@@ -1242,7 +1245,7 @@ class ModuleAnalysis:
             entry = state.copy()
             self._bind_target(stmt.target, _element_of(it), state, stmt)
             if state.deps is not None:
-                self._dep_bind(stmt.target, self._dep_of(stmt.iter, state), state, None)
+                self._dep_bind(stmt.target, self._dep_of(stmt.iter), state, None)
             self._exec_loop_rest(stmt, entry, state)
         elif t is cst.While:
             self._eval(stmt.test, state)
@@ -1257,8 +1260,7 @@ class ModuleAnalysis:
                     self._bind_target(item.asname.name, None if not isinstance(v, RefVal) else v,
                                       state, stmt)
                     if state.deps is not None:
-                        self._dep_bind(item.asname.name, self._dep_of(item.item, state), state,
-                                       None)
+                        self._dep_bind(item.asname.name, self._dep_of(item.item), state, None)
             self._exec_block(_body(stmt.body), state)
             self._refs_mode = saved
         elif t in (cst.Try, getattr(cst, "TryStar", cst.Try)):
@@ -1323,7 +1325,7 @@ class ModuleAnalysis:
             if type(stmt) is cst.For:
                 self._bind_target(stmt.target, _element_of(self._values.get(id(stmt.iter))),
                                   state, stmt)
-                self._dep_bind(stmt.target, self._dep_of(stmt.iter, state), state, None)
+                self._dep_bind(stmt.target, self._dep_of(stmt.iter), state, None)
             self._exec_block(_body(stmt.body), state)
             state.dead = False
             merged = _State.merge(entry, state)
@@ -1359,7 +1361,7 @@ class ModuleAnalysis:
             for target in stmt.targets:
                 self._bind_target(target.target, value, state, stmt, value_expr=stmt.value)
             if state.deps is not None:
-                deps = self._dep_of(stmt.value, state)
+                deps = self._dep_of(stmt.value)
                 for target in stmt.targets:
                     self._dep_bind(target.target, deps, state, stmt, stmt.value)
         elif t is cst.AnnAssign:
@@ -1377,7 +1379,7 @@ class ModuleAnalysis:
             if stmt.value is not None:
                 self._bind_target(stmt.target, value, state, stmt, value_expr=stmt.value)
                 if state.deps is not None:
-                    self._dep_bind(stmt.target, self._dep_of(stmt.value, state), state, stmt,
+                    self._dep_bind(stmt.target, self._dep_of(stmt.value), state, stmt,
                                    stmt.value)
         elif t is cst.AugAssign:
             self._exec_augassign(stmt, state)
@@ -1388,7 +1390,7 @@ class ModuleAnalysis:
             self.returns.append(fact)
             self._note_return(self._func, value)
             if state.deps is not None and stmt.value is not None:
-                self._dep.frame.returns |= self._dep_of(stmt.value, state)
+                self._dep.frame.returns |= self._dep_of(stmt.value)
             state.dead = True
         elif t is cst.Raise:
             if stmt.exc is not None:
@@ -1454,7 +1456,7 @@ class ModuleAnalysis:
             self.attribute_writes.append(AttributeWrite(stmt, base, target.attr.value, None,
                                                         self._func))
         if state.deps is not None:
-            deps = self._dep_of(stmt.value, state)
+            deps = self._dep_of(stmt.value)
             if isinstance(target, cst.Name):
                 self._dep_set(state, target.value, state.deps.get(target.value, EMPTY) | deps)
             elif isinstance(target, cst.Subscript):
@@ -2020,7 +2022,7 @@ class ModuleAnalysis:
             v = self._eval(node.value, state)
             self._bind_target(node.target, v, state, node)
             if state.deps is not None:
-                self._dep_bind(node.target, self._dep_of(node.value, state), state, None)
+                self._dep_bind(node.target, self._dep_of(node.value), state, None)
             return v
         if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
             elt = self._eval_comprehension(node, state)
@@ -2070,7 +2072,7 @@ class ModuleAnalysis:
             it = self._eval(f.iter, cs)
             self._bind_comp_target(f.target, _element_of(it), cs)
             if cs.deps is not None:
-                self._dep_bind(f.target, self._dep_of(f.iter, cs), cs, None)
+                self._dep_bind(f.target, self._dep_of(f.iter), cs, None)
             for cond in f.ifs:
                 self._eval(cond.test, cs)
             f = f.inner_for_in
@@ -2919,7 +2921,7 @@ class ModuleAnalysis:
             self._dep.last[id(node)] = self._dep_expr(node, state)
         return value
 
-    def _dep_of(self, expr, state: _State) -> frozenset:
+    def _dep_of(self, expr) -> frozenset:
         """The dependence of an expression just evaluated."""
         return self._dep.last.get(id(expr), EMPTY)
 
