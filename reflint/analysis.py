@@ -409,9 +409,14 @@ class _State:
         deps = None
         if a.deps is not None or b.deps is not None:
             deps = dict(a.deps or ())
-            for k, v in (b.deps or {}).items():
-                deps[k] = deps[k] | v if k in deps else v
+            _join_deps(deps, b.deps or {})
         return _State(env, frozen, deps)
+
+
+def _join_deps(into: dict, deps: dict) -> None:
+    """Add ``deps`` (name -> inputs) to ``into``."""
+    for k, v in deps.items():
+        into[k] = into[k] | v if k in into else v
 
 
 @dataclass(eq=False)
@@ -463,6 +468,8 @@ class _Dependence:
         self.reported: set = set()
         self.last: dict = {}  # id(expr) -> its dependence at its latest evaluation
         self.quiet = False
+        # Per loop being evaluated: (is a break, dependence) at each `continue` / `break`.
+        self.jumps: list = []
 
     def start(self, root, kind, node) -> None:
         self.root = root
@@ -1311,14 +1318,24 @@ class ModuleAnalysis:
 
         The dependence on differentiated inputs grows around a loop (`y = x` after `x = w`
         in the body): while it changes, the body runs again, up to ``DEPENDENCE_LOOP_RUNS``
-        times in all, from the entry's values and the dependence the last run reached."""
+        times in all, from the entry's values and the dependence the last run reached; the
+        dependence at a `continue` joins the body's end, at a `break` the loop's exit."""
         out = state
+        jumps = self._dep.jumps if state.deps is not None else None
+        if jumps is not None:
+            jumps.append([])
         self._exec_block(_body(stmt.body), state)
         state.dead = False
         merged = _State.merge(entry, state)
         runs = 1
-        while merged.deps is not None and merged.deps != entry.deps and \
-                runs < DEPENDENCE_LOOP_RUNS:
+        breaks: dict = {}
+        while jumps is not None:
+            for is_break, deps in jumps[-1]:
+                _join_deps(breaks if is_break else merged.deps, deps)
+            jumps[-1].clear()
+            if merged.deps == entry.deps or runs >= DEPENDENCE_LOOP_RUNS:
+                jumps.pop()
+                break
             runs += 1
             entry = _State(entry.env, entry.frozen, merged.deps)
             state = entry.copy()
@@ -1332,6 +1349,8 @@ class ModuleAnalysis:
         state = out
         if stmt.orelse is not None:
             self._exec_block(_body(stmt.orelse.body), merged)
+        if breaks and not merged.dead:
+            _join_deps(merged.deps, breaks)
         state.take(merged)
 
     def _exec_if(self, stmt: cst.If, state: _State) -> None:
@@ -1397,6 +1416,9 @@ class ModuleAnalysis:
                 self._eval(stmt.exc, state)
             state.dead = True
         elif t in (cst.Continue, cst.Break):
+            if state.deps is not None and self._dep.jumps:
+                # The dependence goes on to the loop's next run or past the loop.
+                self._dep.jumps[-1].append((t is cst.Break, dict(state.deps)))
             state.dead = True
         elif t is cst.Import:
             for alias in stmt.names:
