@@ -10,7 +10,10 @@ It answers, for a libcst module and without importing anything:
    the function arguments of ``lax.scan``/``cond``/``switch``/``while_loop``/``fori_loop``/``map``,
    ``custom_vjp`` rules, Pallas kernels), directly or through helpers they call;
 4. call-site bindings (argument -> parameter, through pytrees) and closures (refs a function
-   reads from enclosing scopes, module globals included).
+   reads from enclosing scopes, module globals included);
+5. which values depend on the inputs of a differentiated function, and which of them are
+   written into refs JAX does not differentiate (``dependence``: the same evaluation, run again
+   for each differentiated function with a ``deps`` component in its state, per call context).
 
 The evaluation is an abstract interpretation over the statements of each function in program
 order (branches merged), repeated until parameter and return summaries reach a fixpoint.
@@ -20,6 +23,7 @@ Anything it cannot resolve is ``None`` (unknown), and rules stay silent on unkno
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
@@ -42,6 +46,19 @@ MUTATING_METHODS = frozenset({
     "pop", "popitem", "remove", "discard", "clear",
 })
 MAX_ROUNDS = 4
+# How deep the dependence on differentiated inputs follows calls of local functions.
+MAX_DEPENDENCE_DEPTH = 8
+# How often a loop body runs while the dependence around it grows.
+DEPENDENCE_LOOP_RUNS = 3
+EMPTY: frozenset = frozenset()
+# Python builtins and array attributes whose result carries no derivative (REF008).
+_NO_TANGENT_BUILTINS = frozenset({
+    "len", "isinstance", "type", "hasattr", "id", "callable", "range", "print", "repr", "str",
+    "bool", "issubclass", "enumerate_len",
+})
+_METADATA_ATTRIBUTES = frozenset({
+    "shape", "ndim", "size", "dtype", "sharding", "aval", "weak_type", "itemsize", "nbytes",
+})
 _CONTAINER_CONSTRUCTORS = api.CONTAINER_CONSTRUCTORS
 
 
@@ -357,17 +374,27 @@ class PlainCall:
 
 
 class _State:
-    __slots__ = ("env", "frozen", "dead")
+    __slots__ = ("env", "frozen", "dead", "deps")
 
-    def __init__(self, env=None, frozen=None):
+    def __init__(self, env=None, frozen=None, deps=None):
         self.env: dict = env if env is not None else {}
         self.frozen: dict = frozen if frozen is not None else {}  # ref key -> freeze call
         self.dead = False  # after return/raise/continue/break
+        # name -> the differentiated inputs its value depends on (non-empty sets only), while
+        # the dependence on differentiated inputs is evaluated (ModuleAnalysis.dependence);
+        # None otherwise: the module's own evaluation does not track it.
+        self.deps: Optional[dict] = deps
 
     def copy(self) -> "_State":
-        s = _State(dict(self.env), dict(self.frozen))
+        s = _State(dict(self.env), dict(self.frozen),
+                   dict(self.deps) if self.deps is not None else None)
         s.dead = self.dead
         return s
+
+    def take(self, other: "_State") -> None:
+        """Become ``other`` (the merge of this state's branches)."""
+        self.env, self.frozen, self.dead, self.deps = other.env, other.frozen, other.dead, \
+            other.deps
 
     @staticmethod
     def merge(a: "_State", b: "_State") -> "_State":
@@ -379,7 +406,173 @@ class _State:
         for k in a.env.keys() | b.env.keys():
             env[k] = join(a.env.get(k), b.env.get(k)) if (k in a.env and k in b.env) else None
         frozen = {k: v for k, v in a.frozen.items() if k in b.frozen}
-        return _State(env, frozen)
+        deps = None
+        if a.deps is not None or b.deps is not None:
+            deps = dict(a.deps or ())
+            _join_deps(deps, b.deps or {})
+        return _State(env, frozen, deps)
+
+
+def _join_deps(into: dict, deps: dict) -> None:
+    """Add ``deps`` (name -> inputs) to ``into``."""
+    for k, v in deps.items():
+        into[k] = into[k] | v if k in into else v
+
+
+@dataclass(eq=False)
+class DependentWrite:
+    """A write of a value that depends on differentiated inputs into a non-differentiated ref
+    (REF008): JAX rejects it when tracing."""
+
+    access: object  # RefAccess
+    root: object  # FunctionInfo of the differentiated function
+    transform: str  # canonical transform name (api.GRAD, ...)
+    transform_node: cst.CSTNode
+    inputs: frozenset  # names of the differentiated parameters the value depends on
+    ref_kind: str  # 'closed-over' or 'argument'
+
+
+class _DepFrame:
+    """A function being evaluated for the dependence: how its parameters' refs relate to
+    the differentiated function, and the dependence of what it returns."""
+
+    __slots__ = ("info", "param_refs", "returns")
+
+    def __init__(self, info, param_refs: dict):
+        self.info = info
+        self.param_refs = param_refs  # param name -> (status, base key): see _Dependence.status
+        self.returns = EMPTY
+
+
+class _Dependence:
+    """What the evaluator keeps while it evaluates the dependence on differentiated inputs
+    (ModuleAnalysis.dependence): the module's facts it reads (accesses, calls, creations), per
+    root the functions entered and their contexts, and the refs' relation to the root."""
+
+    def __init__(self, analysis: "ModuleAnalysis", roots: dict):
+        self.a = analysis
+        self.roots = roots
+        self.writes_by_node: dict = {}
+        for acc in analysis.accesses:
+            self.writes_by_node.setdefault(id(acc.node), []).append(acc)
+        self.calls: dict = {}  # id(call node) -> [(target info, bindings)]
+        for c in analysis.plain_calls:
+            self.calls.setdefault(id(c.node), []).append((c.callee, c.bindings))
+        self.traced: dict = {}
+        for c in analysis.traced_calls:
+            for t in c.targets:
+                self.traced.setdefault(id(c.node), []).append((t, c.bindings.get(id(t), {}), c))
+        self.creation_scope = {id(c.node): c.func for c in analysis.creations}
+        self.functions = dict(analysis.functions)
+        self.writes: list = []  # DependentWrite
+        self.reported: set = set()
+        self.last: dict = {}  # id(expr) -> its dependence at its latest evaluation
+        self.quiet = False
+        # Per loop being evaluated: (is a break, dependence) at each `continue` / `break`.
+        self.jumps: list = []
+
+    def start(self, root, kind, node) -> None:
+        self.root = root
+        self.kind, self.node = kind, node
+        self.scopes: set = set()  # ids of functions entered under this root
+        self.ever: dict = {}  # id(info) -> {name: inputs} ever bound in that function
+        self.tainted_refs: dict = {}  # base key -> inputs
+        self.memo: dict = {}
+        self.stack: list = []  # _DepFrame
+        self.hit_limit = False
+        self.names_used = None
+
+    @property
+    def frame(self) -> _DepFrame:
+        return self.stack[-1]
+
+    # -- refs: 'internal' (created while the root runs), 'external' (closed over from outside,
+    # or a non-differentiated argument), 'diff' (a differentiated argument) --------------------
+
+    def status(self, ref: RefVal):
+        """('internal' | 'external' | 'diff' | None, base key) of a ref seen in this root."""
+        return self._status_key(ref.key, ref.scope)
+
+    def _status_key(self, key, scope):
+        if not isinstance(key, tuple) or not key:
+            return None, None
+        if key[0] == "new":
+            scope = self.creation_scope.get(key[1], scope)
+            if scope is None:
+                return None, None
+            if id(scope) in self.scopes or self.root.encloses(scope):
+                return "internal", key
+            if scope.encloses(self.root) or scope.is_module:
+                return "external", key
+            if not self.hit_limit and scope.name not in self._names_used():
+                # Created by a function the differentiated code never calls nor mentions
+                # (e.g. an __init__ run before): the ref comes from outside.
+                return "external", key
+            return None, None
+        if key[0] == "param" and len(key) >= 3:
+            info = self.functions.get(key[1])
+            if info is None:
+                return None, None
+            for frame in reversed(self.stack):
+                if frame.info is info:
+                    status, base = frame.param_refs.get(key[2], (None, None))
+                    if status in ("external", "diff"):
+                        return status, base or key
+                    if status == "internal" and base is not None:
+                        return "internal", base
+                    return None, None
+            if info.encloses(self.root) and info is not self.root:
+                return "external", key
+            return None, None
+        if key[0] == "slice" and len(key) == 2:
+            return self._status_key(key[1], scope)
+        if key[0] == "merged" and len(key) == 3:
+            s1, _ = self._status_key(key[1], scope)
+            s2, _ = self._status_key(key[2], scope)
+            if s1 == s2 and s1 == "external":
+                return "external", key
+            return None, None
+        return None, None
+
+    def _names_used(self) -> set:
+        """Every identifier spelled in the root and the functions entered under it."""
+        if self.names_used is None or self.names_used[0] != len(self.scopes):
+            names: set = set()
+            for info in self.functions.values():
+                if id(info) not in self.scopes and not self.root.encloses(info):
+                    continue
+                for node in walk_nodes([info.node]):
+                    if isinstance(node, cst.Name):
+                        names.add(node.value)
+                    elif isinstance(node, cst.Attribute):
+                        names.add(node.attr.value)
+            self.names_used = (len(self.scopes), names)
+        return self.names_used[1]
+
+    def read(self, ref) -> frozenset:
+        if not isinstance(ref, RefVal):
+            return EMPTY
+        status, base = self.status(ref)
+        if status == "internal":
+            return self.tainted_refs.get(base, EMPTY)
+        if status == "diff":
+            return frozenset({ref.name or "ref"})
+        return EMPTY
+
+    def write(self, acc, deps: frozenset) -> None:
+        if not deps:
+            return
+        status, base = self.status(acc.ref)
+        if status == "internal":
+            self.tainted_refs[base] = self.tainted_refs.get(base, EMPTY) | deps
+            return
+        if status != "external" or self.quiet:
+            return
+        if acc.value_expr is None or id(acc.node) in self.reported:
+            return
+        self.reported.add(id(acc.node))
+        kind = "argument" if isinstance(base, tuple) and base[0] == "rootarg" else "closed-over"
+        self.writes.append(DependentWrite(acc, self.root, self.kind, self.node, deps, kind))
 
 
 class _Unbound:
@@ -921,8 +1114,8 @@ class ModuleAnalysis:
             self._queued.add(id(info))
             self._queue.append(info)
 
-    def _eval_function(self, info: FunctionInfo) -> None:
-        state = _State()
+    def _eval_function(self, info: FunctionInfo, deps: Optional[dict] = None) -> None:
+        state = _State(deps=deps)
         self._func = info
         self._cur_state = state
         self._refs_mode = info.refs_mode  # the last round's: every call site seen
@@ -939,6 +1132,8 @@ class ModuleAnalysis:
             info.returns.append(fact)
             self.returns.append(fact)
             self._note_return(info, value)
+            if deps is not None:
+                self._dep.frame.returns |= self._dep_of(info.node.body)
         else:
             self._exec_block(info.node.body.body if isinstance(info.node.body, cst.IndentedBlock)
                              else info.node.body.body, state)
@@ -1056,6 +1251,8 @@ class ModuleAnalysis:
             it = self._eval(stmt.iter, state)
             entry = state.copy()
             self._bind_target(stmt.target, _element_of(it), state, stmt)
+            if state.deps is not None:
+                self._dep_bind(stmt.target, self._dep_of(stmt.iter), state, None)
             self._exec_loop_rest(stmt, entry, state)
         elif t is cst.While:
             self._eval(stmt.test, state)
@@ -1069,6 +1266,8 @@ class ModuleAnalysis:
                 if item.asname is not None:
                     self._bind_target(item.asname.name, None if not isinstance(v, RefVal) else v,
                                       state, stmt)
+                    if state.deps is not None:
+                        self._dep_bind(item.asname.name, self._dep_of(item.item), state, None)
             self._exec_block(_body(stmt.body), state)
             self._refs_mode = saved
         elif t in (cst.Try, getattr(cst, "TryStar", cst.Try)):
@@ -1089,7 +1288,7 @@ class ModuleAnalysis:
             merged = results[0]
             for r in results[1:]:
                 merged = _State.merge(merged, r)
-            state.env, state.frozen, state.dead = merged.env, merged.frozen, merged.dead
+            state.take(merged)
             if stmt.finalbody is not None:
                 was_dead = state.dead
                 state.dead = False
@@ -1105,7 +1304,7 @@ class ModuleAnalysis:
             merged = state.copy()
             for r in results:
                 merged = _State.merge(merged, r)
-            state.env, state.frozen, state.dead = merged.env, merged.frozen, merged.dead
+            state.take(merged)
         elif isinstance(stmt, cst.BaseSmallStatement):
             self._exec_small(stmt, state)
         elif hasattr(stmt, "body"):  # unknown compound statement: be conservative
@@ -1115,13 +1314,44 @@ class ModuleAnalysis:
 
     def _exec_loop_rest(self, stmt, entry: _State, state: _State) -> None:
         """A loop body runs once and merges with the entry state (it may run zero times);
-        then the `else:` block."""
+        then the `else:` block.
+
+        The dependence on differentiated inputs grows around a loop (`y = x` after `x = w`
+        in the body): while it changes, the body runs again, up to ``DEPENDENCE_LOOP_RUNS``
+        times in all, from the entry's values and the dependence the last run reached; the
+        dependence at a `continue` joins the body's end, at a `break` the loop's exit."""
+        out = state
+        jumps = self._dep.jumps if state.deps is not None else None
+        if jumps is not None:
+            jumps.append([])
         self._exec_block(_body(stmt.body), state)
         state.dead = False
         merged = _State.merge(entry, state)
+        runs = 1
+        breaks: dict = {}
+        while jumps is not None:
+            for is_break, deps in jumps[-1]:
+                _join_deps(breaks if is_break else merged.deps, deps)
+            jumps[-1].clear()
+            if merged.deps == entry.deps or runs >= DEPENDENCE_LOOP_RUNS:
+                jumps.pop()
+                break
+            runs += 1
+            entry = _State(entry.env, entry.frozen, merged.deps)
+            state = entry.copy()
+            if type(stmt) is cst.For:
+                self._bind_target(stmt.target, _element_of(self._values.get(id(stmt.iter))),
+                                  state, stmt)
+                self._dep_bind(stmt.target, self._dep_of(stmt.iter), state, None)
+            self._exec_block(_body(stmt.body), state)
+            state.dead = False
+            merged = _State.merge(entry, state)
+        state = out
         if stmt.orelse is not None:
             self._exec_block(_body(stmt.orelse.body), merged)
-        state.env, state.frozen, state.dead = merged.env, merged.frozen, merged.dead
+        if breaks and not merged.dead:
+            _join_deps(merged.deps, breaks)
+        state.take(merged)
 
     def _exec_if(self, stmt: cst.If, state: _State) -> None:
         self._eval(stmt.test, state)
@@ -1133,7 +1363,7 @@ class ModuleAnalysis:
         elif isinstance(stmt.orelse, cst.Else):
             self._exec_block(_body(stmt.orelse.body), other)
         merged = _State.merge(then, other)
-        state.env, state.frozen, state.dead = merged.env, merged.frozen, merged.dead
+        state.take(merged)
 
     def _exec_small(self, stmt, state: _State) -> None:
         t = type(stmt)
@@ -1149,6 +1379,10 @@ class ModuleAnalysis:
                     state.frozen.pop(ref.key, None)
             for target in stmt.targets:
                 self._bind_target(target.target, value, state, stmt, value_expr=stmt.value)
+            if state.deps is not None:
+                deps = self._dep_of(stmt.value)
+                for target in stmt.targets:
+                    self._dep_bind(target.target, deps, state, stmt, stmt.value)
         elif t is cst.AnnAssign:
             value = self._eval(stmt.value, state) if stmt.value is not None else None
             ann = self._annotation_qn(stmt.annotation.annotation, self._func)
@@ -1163,6 +1397,9 @@ class ModuleAnalysis:
                     scope=None, name=field_name, unique=False)
             if stmt.value is not None:
                 self._bind_target(stmt.target, value, state, stmt, value_expr=stmt.value)
+                if state.deps is not None:
+                    self._dep_bind(stmt.target, self._dep_of(stmt.value), state, stmt,
+                                   stmt.value)
         elif t is cst.AugAssign:
             self._exec_augassign(stmt, state)
         elif t is cst.Return:
@@ -1171,12 +1408,17 @@ class ModuleAnalysis:
             self._func.returns.append(fact)
             self.returns.append(fact)
             self._note_return(self._func, value)
+            if state.deps is not None and stmt.value is not None:
+                self._dep.frame.returns |= self._dep_of(stmt.value)
             state.dead = True
         elif t is cst.Raise:
             if stmt.exc is not None:
                 self._eval(stmt.exc, state)
             state.dead = True
         elif t in (cst.Continue, cst.Break):
+            if state.deps is not None and self._dep.jumps:
+                # The dependence goes on to the loop's next run or past the loop.
+                self._dep.jumps[-1].append((t is cst.Break, dict(state.deps)))
             state.dead = True
         elif t is cst.Import:
             for alias in stmt.names:
@@ -1235,6 +1477,12 @@ class ModuleAnalysis:
                 self._ref_use("augassign", target, cur, stmt, _op_text(stmt.operator))
             self.attribute_writes.append(AttributeWrite(stmt, base, target.attr.value, None,
                                                         self._func))
+        if state.deps is not None:
+            deps = self._dep_of(stmt.value)
+            if isinstance(target, cst.Name):
+                self._dep_set(state, target.value, state.deps.get(target.value, EMPTY) | deps)
+            elif isinstance(target, cst.Subscript):
+                self._dep_subscript(target, deps, state, stmt)
 
     def _exec_def(self, node: cst.FunctionDef, state: _State) -> None:
         outer = self._func
@@ -1795,6 +2043,8 @@ class ModuleAnalysis:
         if t is cst.NamedExpr:
             v = self._eval(node.value, state)
             self._bind_target(node.target, v, state, node)
+            if state.deps is not None:
+                self._dep_bind(node.target, self._dep_of(node.value), state, None)
             return v
         if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
             elt = self._eval_comprehension(node, state)
@@ -1843,6 +2093,8 @@ class ModuleAnalysis:
         while f is not None:
             it = self._eval(f.iter, cs)
             self._bind_comp_target(f.target, _element_of(it), cs)
+            if cs.deps is not None:
+                self._dep_bind(f.target, self._dep_of(f.iter), cs, None)
             for cond in f.ifs:
                 self._eval(cond.test, cs)
             f = f.inner_for_in
@@ -2610,6 +2862,314 @@ class ModuleAnalysis:
 
     def _record_access(self, kind, node, ref_expr, ref: RefVal, value_expr, state) -> None:
         self.accesses.append(RefAccess(kind, node, ref_expr, ref, value_expr, self._func))
+
+    # -- dependence on differentiated inputs (REF008) ----------------------------------------
+
+    def dependence(self, roots: dict) -> list:
+        """The writes of values that depend on differentiated inputs into refs JAX does not
+        differentiate (:class:`DependentWrite`).
+
+        ``roots``: ``id(info) -> (param names, transform, transform node)`` for every function
+        a grad-like transform differentiates (``taint.differentiated_params``). The evaluator
+        runs each root again with a ``deps`` component in its flow state (``_State.deps``:
+        name -> the root's inputs it depends on) and a dependence per expression
+        (``_dep_expr``, next to its value), and enters the local functions the root calls with
+        their parameters' dependence, so each helper is evaluated in the context of each call
+        (memoized per root, ``MAX_DEPENDENCE_DEPTH`` deep). These evaluations record no fact:
+        the module's facts are kept aside and restored (``_replaying``)."""
+        if not roots:
+            return []
+        dep = _Dependence(self, roots)
+        with self._replaying(dep):
+            for info in self.all_functions():
+                got = roots.get(id(info))
+                if got is None:
+                    continue
+                params, kind, node = got
+                dep.start(info, kind, node)
+                deps, param_refs = {}, {}
+                for p in info.params:
+                    if p.name in params:
+                        deps[p.name] = frozenset({p.name})
+                        param_refs[p.name] = ("diff", None)
+                    else:
+                        param_refs[p.name] = ("external", ("rootarg", p.name))
+                self._dep_run(info, deps, param_refs)
+        return dep.writes
+
+    @contextlib.contextmanager
+    def _replaying(self, dep: "_Dependence"):
+        """Evaluate with ``dep`` tracking the dependence, then restore every fact: the lists,
+        tables and per-function records the evaluation appends to or updates."""
+        def fresh(v):
+            t = type(v)
+            if t is list:
+                return list(v)
+            if t is set:
+                return set(v)
+            if t is dict:
+                return {k: (x.copy() if type(x) in (dict, list, set) else x)
+                        for k, x in v.items()}
+            return v
+
+        saved = dict(self.__dict__)
+        records = [(o, dict(o.__dict__)) for o in (self.module_info, *self.functions.values(),
+                                                   *self.classes.values())]
+        for k, v in saved.items():
+            # The values (the largest table) hold no container the evaluation updates in place.
+            self.__dict__[k] = dict(v) if k == "_values" else fresh(v)
+        for o, d in records:
+            for k, v in d.items():
+                if type(v) in (dict, list, set):
+                    o.__dict__[k] = v.copy()
+        self._dep = dep
+        self._eval = self._eval_dep  # the same evaluation, with the dependence of each value
+        try:
+            yield
+        finally:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            for o, d in records:
+                o.__dict__.clear()
+                o.__dict__.update(d)
+
+    _dep: Optional["_Dependence"] = None
+
+    def _eval_dep(self, node, state: _State) -> Optional[Value]:
+        value = self._eval_inner(node, state)
+        if value is not None:
+            self._values[id(node)] = value
+        if state.deps is not None:
+            self._dep.last[id(node)] = self._dep_expr(node, state)
+        return value
+
+    def _dep_of(self, expr) -> frozenset:
+        """The dependence of an expression just evaluated."""
+        return self._dep.last.get(id(expr), EMPTY)
+
+    def _dep_quiet(self, expr, state: _State) -> frozenset:
+        """The dependence of an expression evaluated before (a call argument), else of
+        evaluating it now without reporting writes (an argument bound by a partial)."""
+        last = self._dep.last
+        if id(expr) in last:
+            return last[id(expr)]
+        dep = self._dep
+        saved, dep.quiet = dep.quiet, True
+        try:
+            self._eval(expr, state)
+        finally:
+            dep.quiet = saved
+        return last.get(id(expr), EMPTY)
+
+    def _dep_run(self, info: FunctionInfo, deps: dict, param_refs: dict) -> frozenset:
+        """Evaluate ``info`` with its parameters depending on ``deps``; the dependence of what
+        it returns."""
+        dep = self._dep
+        frame = _DepFrame(info, param_refs)
+        dep.scopes.add(id(info))
+        ever = dep.ever.setdefault(id(info), {})
+        for k, v in deps.items():
+            ever[k] = ever.get(k, EMPTY) | v
+        dep.stack.append(frame)
+        saved = (self._func, self._cur_state, self._refs_mode, self._current_class,
+                 self._class_parent)
+        self._current_class = self._class_parent = None
+        try:
+            self._eval_function(info, dict(deps))
+        finally:
+            self._func, self._cur_state, self._refs_mode, self._current_class, \
+                self._class_parent = saved
+            dep.stack.pop()
+        return frame.returns
+
+    def _dep_enter(self, info: FunctionInfo, bindings: dict, state: _State,
+                   extra=EMPTY) -> frozenset:
+        """A local function called (plainly, through a transform or control flow) with
+        dependent arguments: evaluated in that context (once per distinct context)."""
+        dep = self._dep
+        if len(dep.stack) >= MAX_DEPENDENCE_DEPTH:
+            dep.hit_limit = True
+            return EMPTY
+        if any(f.info is info for f in dep.stack):
+            return EMPTY
+        deps: dict = {}
+        param_refs: dict = {}
+        for pname, b in bindings.items():
+            if b.param is None:
+                continue
+            d = self._dep_quiet(b.expr, state) if b.expr is not None else EMPTY
+            if d:
+                deps[pname] = d
+            statuses = {dep.status(r)[0] for r, _ in iter_refs(b.value)}
+            if statuses:
+                if len(statuses) == 1:
+                    status = statuses.pop()
+                    base = dep.status(b.value)[1] if isinstance(b.value, RefVal) else None
+                    param_refs[pname] = (status, base)
+                else:
+                    param_refs[pname] = (None, None)
+        for p in info.params:
+            if p.name in extra and p.name not in deps:
+                deps[p.name] = frozenset({p.name})
+        key = (id(info), tuple(sorted(deps.items())),
+               tuple(sorted((k, v[0], repr(v[1])) for k, v in param_refs.items())))
+        if key in dep.memo:
+            return dep.memo[key]
+        dep.memo[key] = EMPTY
+        out = self._dep_run(info, deps, param_refs)
+        dep.memo[key] = out
+        return out
+
+    def _dep_set(self, state: _State, name: str, deps: frozenset) -> None:
+        if deps:
+            state.deps[name] = deps
+            ever = self._dep.ever.setdefault(id(self._func), {})
+            ever[name] = ever.get(name, EMPTY) | deps
+        else:
+            state.deps.pop(name, None)
+
+    def _dep_bind(self, target, deps: frozenset, state: _State, stmt, value=None) -> None:
+        """Bind the dependence of an assigned value (``value``: its expression, when a tuple
+        display assigned element by element); a subscript target writes."""
+        t = type(target)
+        if t is cst.Name:
+            self._dep_set(state, target.value, deps)
+        elif t in (cst.Tuple, cst.List):
+            els = target.elements
+            if isinstance(value, (cst.Tuple, cst.List)) and \
+                    len(value.elements) == len(els) and \
+                    not any(isinstance(e, cst.StarredElement) for e in value.elements + els):
+                for e, v in zip(els, value.elements):
+                    self._dep_bind(e.value, self._dep_quiet(v.value, state), state, None)
+            else:
+                for e in els:
+                    self._dep_bind(e.value, deps, state, None)
+        elif t is cst.StarredElement:
+            self._dep_bind(target.value, deps, state, None)
+        elif t is cst.Subscript:
+            self._dep_subscript(target, deps, state, stmt)
+
+    def _dep_subscript(self, target: cst.Subscript, deps: frozenset, state: _State,
+                       stmt) -> None:
+        """``x[i] = v``: a write into a ref, or ``x`` (an array or a container) gets ``v``'s
+        dependence."""
+        dep = self._dep
+        if stmt is not None:
+            for acc in dep.writes_by_node.get(id(stmt), ()):
+                if acc.ref_expr is target.value and acc.is_write:
+                    dep.write(acc, deps)
+                    return
+        if isinstance(target.value, cst.Name) and deps:
+            name = target.value.value
+            self._dep_set(state, name, state.deps.get(name, EMPTY) | deps)
+
+    def _dep_name(self, name: str, state: _State) -> frozenset:
+        got = state.deps.get(name)
+        if got is not None:
+            return got
+        info = self._func
+        if name in info.summary:  # a local not (yet) dependent
+            return EMPTY
+        scope = info.parent
+        while scope is not None and not scope.is_module:
+            if name in scope.summary:  # every value the enclosing function gave the name
+                return self._dep.ever.get(id(scope), {}).get(name, EMPTY)
+            scope = scope.parent
+        return EMPTY
+
+    def _dep_expr(self, node, state: _State) -> frozenset:
+        """The inputs an expression just evaluated depends on, from its parts'."""
+        t = type(node)
+        last = self._dep.last
+        if t is cst.Name:
+            return self._dep_name(node.value, state)
+        if t is cst.Attribute:
+            return EMPTY if node.attr.value in _METADATA_ATTRIBUTES else \
+                last.get(id(node.value), EMPTY)
+        if t is cst.Subscript:
+            ref = self._values.get(id(node.value))
+            if isinstance(ref, RefVal):
+                return self._dep.read(ref)
+            return last.get(id(node.value), EMPTY)
+        if t is cst.Call:
+            return self._dep_call(node, state)
+        if t is cst.BinaryOperation or t is cst.BooleanOperation:
+            return last.get(id(node.left), EMPTY) | last.get(id(node.right), EMPTY)
+        if t is cst.UnaryOperation:
+            return EMPTY if isinstance(node.operator, cst.Not) else \
+                last.get(id(node.expression), EMPTY)
+        if t is cst.IfExp:
+            return last.get(id(node.body), EMPTY) | last.get(id(node.orelse), EMPTY)
+        if t in (cst.Tuple, cst.List, cst.Set, cst.Dict):
+            out = EMPTY
+            for e in node.elements:
+                out |= last.get(id(e.value), EMPTY)
+            return out
+        if t is cst.NamedExpr or t is cst.StarredElement:
+            return last.get(id(node.value), EMPTY)
+        if t is cst.DictComp:
+            return last.get(id(node.value), EMPTY)
+        if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp):
+            return last.get(id(node.elt), EMPTY)
+        if t is cst.Await:
+            return last.get(id(node.expression), EMPTY)
+        return EMPTY  # comparisons, constants, strings, lambdas
+
+    def _dep_call(self, node: cst.Call, state: _State) -> frozenset:
+        dep = self._dep
+        last = dep.last
+        arg_deps = [last.get(id(a.value), EMPTY) for a in node.args]
+        fv = self._values.get(id(node.func))
+        if isinstance(fv, QN):
+            qn = fv.qualname
+            kind = api.canonical(qn)
+            fam = api.API[kind].family if kind is not None else None
+            pos = [i for i, a in enumerate(node.args) if a.keyword is None and not a.star]
+            if kind == api.STOP_GRADIENT:
+                return EMPTY
+            if kind in api.REF_CONSTRUCTORS:
+                if pos and arg_deps[pos[0]]:
+                    dep.tainted_refs[("new", id(node))] = arg_deps[pos[0]]
+                return EMPTY
+            if fam in (api.Family.FREEZE, api.Family.REF_READ):
+                return dep.read(self._values.get(id(node.args[pos[0]].value))) if pos else EMPTY
+            if kind in api.REF_WRITERS:
+                for acc in dep.writes_by_node.get(id(node), ()):
+                    if acc.value_expr is not None:
+                        value_deps = EMPTY
+                        for a, d in zip(node.args, arg_deps):
+                            if a.value is acc.value_expr:
+                                value_deps = d
+                        dep.write(acc, value_deps)
+                if kind == api.REF_SWAP and pos:
+                    return dep.read(self._values.get(id(node.args[pos[0]].value)))
+                return EMPTY
+            short = qn.rsplit(".", 1)[-1]
+            if qn.startswith("builtins.") and short in _NO_TANGENT_BUILTINS:
+                return EMPTY
+            if short in api.NO_TANGENT_FUNCTIONS and qn.startswith(("jax.", "numpy.")):
+                if short == "full" or short.endswith("_like"):
+                    # full(shape, fill) / full_like(x, fill): the fill value carries tangents
+                    out = EMPTY
+                    for i, a in enumerate(node.args):
+                        if (a.keyword is not None and a.keyword.value == "fill_value") or \
+                                (a.keyword is None and i == 1):
+                            out |= arg_deps[i]
+                    return out
+                return EMPTY
+        result = last.get(id(node.func), EMPTY)
+        for d in arg_deps:
+            result |= d
+        for info, bindings in dep.calls.get(id(node), ()):
+            result |= self._dep_enter(info, bindings, state)
+        for info, bindings, call in dep.traced.get(id(node), ()):
+            extra = EMPTY
+            if any(t.kind in api.GRAD_TRANSFORMS for t in call.transforms):
+                got = dep.roots.get(id(info))
+                if got is not None:
+                    extra = got[0]
+            result |= self._dep_enter(info, bindings, state, extra)
+        return result
         # A use after freeze is reported on the Name by _eval; writes through statements whose
         # base expression was already evaluated are covered the same way.
 
