@@ -888,8 +888,8 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
     if "REF013" in enabled and w.item_bases:
         # An array function used as a value (`op = jnp.add`) may be called through a name.
         values = any(is_value and dotted in array_chains for dotted, _, is_value, _ in w.chains)
-        v.array_item = (array_annotation and _array_param_item(w)) or \
-            _array_item_possible(w, array_chains, calling_chains, values)
+        v.array_item = _array_item_possible(w, array_chains, calling_chains, values,
+                                            array_annotation)
     return v
 
 
@@ -1050,14 +1050,6 @@ def _annotation_word(node) -> str:
     return (_dotted(node) or "").rsplit(".", 1)[-1]
 
 
-def _array_param_item(w: _Walker) -> bool:
-    """An item assignment to a name that may be a parameter annotated with the Array type."""
-    for kind, scope, name in w.item_bases:
-        if kind == "name" and any(name in s.array_params for s in _lookups(scope, name)):
-            return True
-    return False
-
-
 # `types.SimpleNamespace(...)`: the analysis' attribute bags (api.NAMESPACE_CONSTRUCTORS).
 _NAMESPACE_NAMES = api.NAMESPACE_WORDS
 
@@ -1113,6 +1105,10 @@ def _lookup(scope: _Scope, name: str) -> Optional[_Scope]:
     """The scope whose binding of ``name`` a read in ``scope`` sees (class bodies are not
     seen from their methods), or None."""
     if name in scope.free_decl:
+        if scope.binds(name):
+            # `global d` then `d = ...` here: the analysis reads those bindings in flow order,
+            # as local ones (the enclosing scope's come next in _lookups).
+            return scope
         scope = scope.parent  # global/nonlocal: an enclosing scope (at worst, too far out)
         while scope is not None and scope.kind == "class":
             scope = scope.parent
@@ -1126,7 +1122,7 @@ def _lookup(scope: _Scope, name: str) -> Optional[_Scope]:
 
 
 def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
-                         array_function_values: bool) -> bool:
+                         array_function_values: bool, array_annotation: bool = False) -> bool:
     """Some item assignment's base may hold a JAX Array (REF013).
 
     A call through a variable, parameter, attribute or call result (``op(x)``, ``self.fn(x)``,
@@ -1227,6 +1223,11 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
                     (name not in w.func_names and name in w.attr_bindings and indirect()):
                 return True
         return False
+
+    if array_annotation:  # `x: jax.Array` parameters hold Arrays (api.ARRAY_TYPES)
+        for s in w.scopes:
+            for p in s.array_params:
+                arrays.add((id(s), p))
 
     seeded: set = set()
 

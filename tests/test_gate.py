@@ -232,6 +232,21 @@ ARRAY_ITEMS = [
     def put(a):
         a[0] = 1.
     """,
+    # A name declared global and bound here: the analysis reads the binding in flow order.
+    """\
+    import jax.numpy as jnp
+    def h():
+        global d
+        d = jnp.zeros(3)
+        d[0] = 1.
+    """,
+    # A parameter annotated with the Array type, and a value computed from it.
+    """\
+    import jax
+    def h(x: jax.Array, y: "jax.Array"):
+        d = x + 1
+        d[0] = 1.
+    """,
 ]
 NO_ARRAY_ITEMS = [
     "import jax.numpy as jnp\nd = {}\nd['k'] = jnp.zeros(3)\n",
