@@ -437,7 +437,7 @@ def programs(draw):
             "\n\n" + call + "\n")
 
 
-@settings(max_examples=int(os.environ.get("REFLINT_EXAMPLES", "300")), deadline=None,
+@settings(max_examples=int(os.environ.get("REFLINT_EXAMPLES", "1000")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_generated_programs_same_findings_with_gate_on_and_off(source):
