@@ -2197,20 +2197,12 @@ class ModuleAnalysis:
         if isinstance(fv, Choice):
             # `{"jit": jax.jit, "vmap": jax.vmap}[name](f)`: each may be the one called.
             target = _first_positional(args)
-            return _one_of(_tag_via(self._call_choice(node, v, args, state), target,
+            return _one_of(_tag_via(self._call_alternative(node, v, args, state), target,
                                     node.func, v, self.module)
                            for _, v in fv.alts)
         if isinstance(fv, OneOf):
             # `kernel = a if c else b; kernel(...)`, `if jit: f = jax.jit(f)`: each runs.
-            out = "none"
-            for f in fv.alts:
-                f = self._forwarded_api(f) or f
-                if isinstance(f, QN):
-                    r = self._call_qn(node, f.qualname, args, state)
-                else:
-                    r = self._call_func(node, f, args, state)
-                out = r if out == "none" else join(out, r)
-            return None if out == "none" else out
+            return _one_of(self._call_alternative(node, f, args, state) for f in fv.alts)
         if isinstance(fv, TransformVal):
             target = _first_positional(args)
             if isinstance(target, FuncVal):
@@ -2242,8 +2234,8 @@ class ModuleAnalysis:
             return self._call_special(node, fv, args, state)
         return None
 
-    def _call_choice(self, node: cst.Call, fv: Value, args: list, state: _State):
-        """One alternative of a Choice called with ``args``."""
+    def _call_alternative(self, node: cst.Call, fv: Value, args: list, state: _State):
+        """One alternative of a OneOf or a Choice called with ``args``."""
         if isinstance(fv, QN):
             return self._call_qn(node, fv.qualname, args, state)
         if isinstance(fv, FuncVal):
@@ -2252,7 +2244,7 @@ class ModuleAnalysis:
                 return self._call_qn(node, fv.qualname, args, state)
             return self._call_func(node, fv, args, state)
         if isinstance(fv, OneOf):
-            return _one_of(self._call_choice(node, f, args, state) for f in fv.alts)
+            return _one_of(self._call_alternative(node, f, args, state) for f in fv.alts)
         if isinstance(fv, TransformVal):
             target = _first_positional(args)
             if isinstance(target, FuncVal):
@@ -3318,8 +3310,8 @@ def _tag_via(result, target, expr, alt, module) -> Optional[Value]:
         if isinstance(alt, QN):
             what = alt.qualname
         elif isinstance(alt, TransformVal):
-            what = api.role_info(api.API[alt.kind].role).spelled or alt.kind \
-                if api.API[alt.kind].role is not None else alt.kind
+            role = api.API[alt.kind].role
+            what = (role is not None and api.role_info(role).spelled) or alt.kind
         elif isinstance(alt, FuncVal):
             what = alt.info.name
         else:

@@ -759,7 +759,12 @@ def ref_trigger() -> str:
 
 def trigger_words(names) -> str:
     """A pre-filter regex matching any of the words of the APIs ``names``."""
-    return r"\b(?:" + "|".join(spelled_names(names)) + r")\b"
+    return words_pattern(spelled_names(names))
+
+
+def words_pattern(words) -> str:
+    """A pre-filter regex matching any of ``words`` (names a use spells in the text)."""
+    return r"\b(?:" + "|".join(sorted(words)) + r")\b"
 
 
 def availability_names() -> list:
@@ -803,6 +808,7 @@ CONTAINER_CONSTRUCTORS = frozenset({
 # The JAX Array type, as a parameter's annotation: the parameter holds an immutable Array
 # (REF013). Not `jax.typing.ArrayLike`, which admits NumPy arrays.
 ARRAY_TYPES = frozenset({"jax.Array", "jax.numpy.ndarray"})
+ARRAY_TYPE_WORDS = frozenset(qn.rsplit(".", 1)[1] for qn in ARRAY_TYPES)
 # Calls that build a plain attribute bag, used as mutable state (`state.count = ...`).
 NAMESPACE_CONSTRUCTORS = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 NAMESPACE_WORDS = frozenset(qn.rsplit(".", 1)[1] for qn in NAMESPACE_CONSTRUCTORS)

@@ -1036,7 +1036,7 @@ def _inert_callee(w: _Walker, dotted: Optional[str], scope: _Scope) -> bool:
     return dotted is not None and _dotted_values(w, dotted, scope) == {None}
 
 
-_ARRAY_TYPE_WORDS = frozenset(qn.rsplit(".", 1)[1] for qn in api.ARRAY_TYPES)
+_ARRAY_TYPE_WORDS = api.ARRAY_TYPE_WORDS
 
 
 def _annotation_word(node) -> str:

@@ -91,8 +91,7 @@ class ArrayItemAssignment(Rule):
     # subscript: an item target need not be followed by `=` in the text (`x[0], x[1] = ...`,
     # `for x[i] in ...`, a line continuation).
     triggers = ("jax", r"numpy|lax|random|\bnn\b|scipy|[rR]ef|freeze|pallas|mutable_array|"
-                + "|".join(sorted({qn.rsplit(".", 1)[1] for qn in api.ARRAY_TYPES})),
-                r"\]")
+                + "|".join(sorted(api.ARRAY_TYPE_WORDS)), r"\]")
 
     def check(self, analysis):
         for w in analysis.item_writes:

@@ -120,7 +120,7 @@ class TracedStateLeak(Rule):
     # only on instances of local classes, attribute bags and `self`).
     triggers = (api.trigger_words(api.ONCE_PER_TRACE_APIS),
                 r"\b(?:append|extend|insert|update|add|appendleft|extendleft)\b|\]|\bclass\b|"
-                + r"\b(?:" + "|".join(sorted(api.NAMESPACE_WORDS)) + r")\b")
+                + api.words_pattern(api.NAMESPACE_WORDS))
 
     def check(self, analysis):
         for w in analysis.item_writes:
