@@ -287,6 +287,7 @@ class Family(enum.Enum):
     NNX = "Flax NNX"
     ARRAY = "array function"  # an array function with meaning for the analysis
     GRAD_ENTRY = "with_refs entry"  # jax.ad.GradValue() / DontWant(): what a VJP gives back
+    SEQUENCE = "sequence helper"  # split_list(refs, [n]): the pieces of its first argument
 
 
 class Result(enum.Enum):
@@ -580,6 +581,11 @@ APIS: tuple = (
         Family.INLINE, callees=(Callee(0, "f", None),), factory="always"),
     Api("loop", ("jax.experimental.pallas.loop", "jax._src.pallas.helpers.loop"),
         Family.INLINE, callees=(Callee(0, "f", None, (None,)),), factory="always"),
+    # JAX's own sequence helper, used by Pallas kernels to split their `*refs`
+    # (`gmem_refs, scratch_refs = util.split_list(refs, [n])`, tests/pallas/mosaic_gpu_test.py):
+    # the pieces of the refs are refs.
+    Api("split_list", ("jax._src.util.split_list", "jax._src.util.split_list_checked"),
+        Family.SEQUENCE),
     # -- other ----------------------------------------------------------------------------------
     Api("stop_gradient", ("jax.lax.stop_gradient", "jax._src.lax.lax.stop_gradient"),
         Family.ARRAY, Result.ARRAY),
@@ -849,6 +855,11 @@ ARRAY_ONLY_ATTRIBUTES = frozenset({
     "copy", "block_until_ready", "any", "all", "nonzero", "repeat", "take", "trace",
     "diagonal", "swapaxes", "view", "addressable_data", "device", "devices", "__array__",
 })
+# Methods and properties of an Array whose result is an Array (`(x_ref[...] ** 2).mean(1)`).
+ARRAY_RESULT_METHODS = ARRAY_ONLY_ATTRIBUTES - frozenset({
+    "T", "mT", "real", "imag", "item", "tolist", "nonzero", "block_until_ready",
+    "addressable_data", "device", "devices", "__array__"})
+ARRAY_RESULT_PROPERTIES = frozenset({"T", "mT", "real", "imag"})
 # Ref views: on a traced ref (inside jit, a Pallas kernel, any trace) these give a ref view
 # (a TransformedRef: still a ref, read with [...]). Defined on AbstractRef in
 # jax/_src/state/types.py in 0.10.2, 0.11.2 and 0.12 (measured: a view inside jit and inside a
@@ -856,6 +867,10 @@ ARRAY_ONLY_ATTRIBUTES = frozenset({
 # (AttributeError) but `.at`, which raises NotImplementedError up to 0.11 and gives a view on
 # 0.12.
 REF_VIEW_ATTRIBUTES = frozenset({"reshape", "T", "transpose", "bitcast", "at"})
+
+# `if TYPE_CHECKING: plgpu = _plgpu else: plgpu = <a copy of that module>` (JAX's
+# mosaic_gpu_test.py): a name the runtime branch makes unknown is what the checked branch says.
+TYPE_CHECKING = "typing.TYPE_CHECKING"
 # Those of them that are properties (the view itself), not methods called to make it.
 REF_VIEW_PROPERTIES = frozenset({"T"})
 PALLAS_REF_VIEW_ATTRIBUTES = REF_VIEW_ATTRIBUTES  # the older name

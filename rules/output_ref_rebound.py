@@ -107,6 +107,8 @@ class OutputRefRebound(Rule):
                 target = stmt.targets[0].target
                 if type(target) is not cst.Name or target.value not in outputs:
                     continue
+                if _shadowed(analysis, stmt, info.node, target.value):
+                    continue
                 value = analysis.value_of(stmt.value)
                 if not (isinstance(value, ArrayVal) or isinstance(stmt.value, _not_a_ref())):
                     continue
@@ -122,7 +124,29 @@ class OutputRefRebound(Rule):
 
 
 def _own_scope(node) -> bool:
-    return type(node) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+    # Functions nested in the kernel are walked too (a `@pl.when(...)` body, a loop body):
+    # `o_ref = v` there binds a local and never writes the output either.
+    return type(node) not in (cst.ClassDef, cst.Lambda)
+
+
+def _shadowed(analysis, stmt, kernel, name: str) -> bool:
+    """Whether a function between ``stmt`` and the kernel has its own parameter ``name`` (a
+    run_scoped body's ref) or declares it global."""
+    parents = parents_of(analysis)
+    p = parents.get(id(stmt))
+    while p is not None and p is not kernel:
+        if type(p) is cst.FunctionDef:
+            params = p.params
+            if any(q.name.value == name for q in (
+                    *params.posonly_params, *params.params, *params.kwonly_params)) or \
+                    any(isinstance(q, cst.Param) and q.name.value == name
+                        for q in (params.star_arg, params.star_kwarg)):
+                return True
+            for node in _analysis.walk_nodes([p.body]):
+                if type(node) is cst.Global and any(n.name.value == name for n in node.names):
+                    return True
+        p = parents.get(id(p))
+    return False
 
 
 def _read_after(analysis, info, stmt, name: str) -> bool:

@@ -16,7 +16,8 @@ class RefUsedAsArray(Rule):
     `jax.nn`, `jax.scipy`, `jax.random`, NumPy or `math` function (`jnp.sin(x_ref)`, `np.asarray(x_ref)`,
     `lax.stop_gradient(x_ref)`), converted with `float()`/`int()`, asked for an Array-only
     method or attribute (`.sum()`, `.T`, `.reshape()`, `.astype()`), or rebound with an
-    augmented assignment (`x_ref += 1`). Valid uses are not reported: `.shape`, `.dtype`,
+    augmented assignment (`x_ref += 1`), or stored into a ref (`o_ref[...] = x_ref`, also in
+    a Pallas kernel). Valid uses are not reported: `.shape`, `.dtype`,
     `.ndim`, `.size`, `len()`, indexing, `is None`, passing the ref to functions that take refs.
 
     ## Why is this bad?
@@ -72,7 +73,12 @@ class RefUsedAsArray(Rule):
     `jax.lax.optimization_barrier` takes refs from JAX 0.11 on (a bare `AssertionError` on
     0.10.2): it is reported only for older targets.
 
+    `o_ref[...] = x_ref` fails on every version, at top level, inside jit and in a Pallas
+    kernel (measured on 0.10.2, `interpret=True`).
+
     ## Runtime message
+    `ValueError: Cannot store a Ref into another Ref. Did you forget to load from it using
+    [...]?` for a ref stored into a ref;
     `ValueError: Attempting to pass a Ref Ref{float32[3]} to a primitive: sin -- did you forget
     to unpack ([...]) the ref?` (≤0.9), `TypeError: sin requires ndarray or scalar arguments`
     (0.10.2), `TypeError: unsupported operand type(s) for +: 'Ref' and 'int'` (top level), or
@@ -109,6 +115,9 @@ class RefUsedAsArray(Rule):
                 msg = f"{name} is a Ref; `.{use.detail}` exists only on Arrays"
             elif use.kind == "builtin":
                 msg = f"{name} is a Ref converted with {use.detail}()"
+            elif use.kind == "stored":
+                msg = (f"{name} is a Ref stored into another Ref (JAX: \"Cannot store a Ref "
+                       f"into another Ref\")")
             elif use.kind == "augassign":
                 msg = (f"{name} is a Ref updated with `{use.detail}`, which rebinds the name "
                        f"instead of writing the ref")

@@ -84,6 +84,10 @@ class CallsMixin:
             if not isinstance(receiver, (QN, RefVal, FuncVal, ClassVal)):
                 self.mutating_calls.append(MutatingCall(node, receiver, node.func.attr.value,
                                                         self._func))
+        if fv is None and type(node.func) is cst.Attribute and \
+                node.func.attr.value in api.ARRAY_RESULT_METHODS and \
+                isinstance(self._values.get(id(node.func.value)), ArrayVal):
+            return ArrayVal(node)  # `(x_ref[...] ** 2).mean(axis=1)`: an Array
         if isinstance(fv, FuncVal):
             fv = self._forwarded_api(fv) or fv
         if isinstance(fv, FuncVal) and args and not args[0][0].keyword and \
@@ -173,6 +177,13 @@ class CallsMixin:
                     v = args[0][1]
                     if isinstance(v, SeqVal):
                         return SeqVal(v.items, name)
+                if name in ("iter", "next") and args and not args[0][0].keyword and \
+                        not args[0][0].star and isinstance(args[0][1], RefSeqVal):
+                    # `it = iter(refs); x_ref = next(it)`: an iterator over a kernel's refs
+                    # gives refs (which one is not counted).
+                    seq = args[0][1]
+                    return RefSeqVal(seq.base, seq.offset, False) if name == "iter" else \
+                        seq.item(None)
                 return None
             if api.is_array_function(qn):
                 self._array_function_args(node, qn, args)
@@ -192,6 +203,8 @@ class CallsMixin:
             return ref
         if fam is F.NNX:
             return self._call_nnx(node, a, args)
+        if fam is F.SEQUENCE:
+            return self._split_sequence(args)
         if fam is F.FREEZE:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):
@@ -251,10 +264,15 @@ class CallsMixin:
         if fam in (F.KERNEL, F.INLINE, F.WRAPPER):
             kwargs = {arg.keyword.value: arg.value for arg, _ in args if arg.keyword}
             positional = [(arg, v) for arg, v in args if not arg.keyword and not arg.star]
-            if a.factory == "always" or (a.factory and not positional):
+            # The function given by keyword (`pltpu.emit_pipeline(body=kernel, grid=...)`,
+            # `pl.pallas_call(kernel=k, ...)`) is a call, not a factory's configuration.
+            by_kw = [v for arg, v in args if a.callees and arg.keyword and
+                     arg.keyword.value == a.callees[0].kw] \
+                if a.factory != "always" and not positional else []
+            if a.factory == "always" or (a.factory and not positional and not by_kw):
                 return TransformVal(a.name, node, kwargs,
                                     tuple(arg.value for arg, _ in positional))
-            target = positional[0][1] if positional else None
+            target = positional[0][1] if positional else by_kw[0] if by_kw else None
             if isinstance(target, FuncVal):
                 return self._apply_api(a, target, node, kwargs, (), state)
             if isinstance(target, OneOf):  # `kernel = k1 if c else k2`: each may run
@@ -599,12 +617,40 @@ class CallsMixin:
                 n = sum(1 for p in fv.info.params if p.kind in ("pos", "posonly"))
                 n -= len(positional) + len(fv.bound_args) + (fv.self_value is not None)
                 positional += [(a_star, seq.item(i), None) for i in range(max(n, 0))]
+            elif len(starred) > 1 and isinstance(seq, RefSeqVal) and \
+                    all(i in starred for i in range(starred[0], last + 1)) and \
+                    all(isinstance(args[i][1], RefSeqVal) or _all_refs(args[i][1])
+                        for i in starred):
+                # `fn(*args, *scratch_refs)` (a pipeline body handing its block refs and the
+                # kernel's scratch refs to the user's kernel): every parameter left gets a
+                # ref, which one is unknown.
+                a_star = args[starred[0]][0]
+                n = sum(1 for p in fv.info.params if p.kind in ("pos", "posonly"))
+                n -= len(positional) + len(fv.bound_args) + (fv.self_value is not None)
+                positional += [(a_star, seq.item(None), None) for _ in range(max(n, 0))]
             else:
                 self._record_unbindable(node, fv, args)
                 return self._result_of(fv)
         keywords = {a.keyword.value: (a, v, a.value) for a, v in args if a.keyword is not None}
         self._bind_call(node, fv, positional, keywords, "traced" if fv.transforms else "plain")
         return self._result_of(fv)
+
+    def _split_sequence(self, args: list) -> Optional[Value]:
+        """``split_list(refs, [n, ...])``: the pieces of a sequence (JAX's own helpers, in
+        Pallas kernels that split their ``*refs``)."""
+        pos = [(a, v) for a, v in args if not a.keyword and not a.star]
+        if len(pos) != 2 or any(a.star for a, _ in args):
+            return None
+        (_, seq), (sizes_arg, _) = pos
+        sizes = sizes_arg.value
+        if not isinstance(sizes, (cst.List, cst.Tuple)) or \
+                any(isinstance(e, cst.StarredElement) for e in sizes.elements):
+            return None
+        pieces = len(sizes.elements) + 1
+        if isinstance(seq, RefSeqVal):
+            return SeqVal((seq,) + tuple(RefSeqVal(seq.base, seq.offset, False)
+                                         for _ in range(pieces - 1)))
+        return None
 
     def _record_unbindable(self, node, fv: FuncVal, args) -> None:
         if not fv.transforms:
@@ -759,3 +805,8 @@ class CallsMixin:
     def _record_access(self, kind, node, ref_expr, ref: RefVal, value_expr, state) -> None:
         self.accesses.append(RefAccess(kind, node, ref_expr, ref, value_expr, self._func))
 
+
+
+def _all_refs(v) -> bool:
+    """A tuple whose items are all refs."""
+    return isinstance(v, SeqVal) and bool(v.items) and all(isinstance(x, RefVal) for x in v.items)

@@ -99,6 +99,8 @@ class ExpressionsMixin:
                 if attr == "at":
                     return SpecialVal("ref_at", base)
                 return None
+            if isinstance(base, ArrayVal) and attr in api.ARRAY_RESULT_PROPERTIES:
+                return ArrayVal(node)
             value = self._attribute_value(base, attr)
             if value is None and attr in api.INHERITED_WRAPPERS and \
                     type(node.value) is cst.Name and node.value.value in ("self", "cls") and \

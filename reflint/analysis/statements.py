@@ -193,7 +193,7 @@ class StatementsMixin:
         state.take(merged)
 
     def _exec_if(self, stmt: cst.If, state: _State) -> None:
-        self._eval(stmt.test, state)
+        test = self._eval(stmt.test, state)
         then = state.copy()
         self._exec_block(_body(stmt.body), then)
         other = state.copy()
@@ -202,6 +202,17 @@ class StatementsMixin:
         elif isinstance(stmt.orelse, cst.Else):
             self._exec_block(_body(stmt.orelse.body), other)
         merged = _State.merge(then, other)
+        if isinstance(test, QN) and test.qualname == api.TYPE_CHECKING and \
+                not then.dead and not other.dead:
+            # `if TYPE_CHECKING: plgpu = _plgpu else: plgpu = <a copy of the module>`: the
+            # code tells the type checker what the name is; where the runtime branch gives
+            # nothing the analysis knows, the name is what the checked branch says.
+            for k, v in then.env.items():
+                if v is not None and other.env.get(k) is None and merged.env.get(k) is None:
+                    merged.env[k] = v
+                    summary = self._func.summary if self._current_class is None else None
+                    if summary is not None and summary.get(k) is None:
+                        summary[k] = v
         state.take(merged)
 
     def _exec_small(self, stmt, state: _State) -> None:
@@ -303,6 +314,10 @@ class StatementsMixin:
             self._eval_slices(target, state)
             if isinstance(base, RefVal):
                 self._record_access("augitem", stmt, target.value, base, stmt.value, state)
+                value = self._values.get(id(stmt.value))
+                if isinstance(value, RefVal):
+                    # `o_ref[...] += x_ref`: math on the unread ref.
+                    self._ref_use("binop", stmt.value, value, stmt, _op_text(stmt.operator))
             else:
                 self.item_writes.append(ItemWrite(stmt, base, stmt.value, self._func, target))
         elif isinstance(target, cst.Name):
@@ -559,6 +574,11 @@ class StatementsMixin:
             self._eval_slices(target, state)
             if isinstance(base, RefVal):
                 self._record_access("setitem", stmt, target.value, base, value_expr, state)
+                if isinstance(value, RefVal) and value_expr is not None and \
+                        not isinstance(stmt, cst.For):
+                    # `o_ref[...] = x_ref`: JAX rejects a Ref stored into a Ref.
+                    self._ref_use("stored", value_expr, value, stmt,
+                                  "")
             else:
                 self.item_writes.append(ItemWrite(stmt, base, value_expr, self._func, target))
         elif t is cst.Attribute:
