@@ -601,6 +601,9 @@ APIS: tuple = (
     Api("named_scope", _src("api", "named_scope"), Family.WRAPPER, Result.FUNCTION,
         factory="always"),
     Api("named_call", _src("api", "named_call"), Family.WRAPPER, Result.FUNCTION),
+    # `@functools.wraps(fn) def wrapper(*args): ...` (a Pallas test's kernel wrapper): the
+    # decorated function itself.
+    Api("wraps", ("functools.wraps",), Family.WRAPPER, Result.FUNCTION, factory="always"),
     # Flax NNX: a module/state whose arrays were turned into refs (the seed's API).
     Api("to_refs", ("flax.nnx.to_refs", "flax.nnx.variablelib.to_refs",
                     "flax.nnx.graphlib.to_refs"),

@@ -307,7 +307,7 @@ def is_interesting(value: Optional[Value]) -> bool:
     """Worth propagating between functions: contains a ref or a local function."""
     if value is None:
         return False
-    if isinstance(value, (RefVal, FuncVal, RefSeqVal, RefPoolVal, FuncPoolVal)):
+    if isinstance(value, (RefVal, FuncVal, OneOf, RefSeqVal, RefPoolVal, FuncPoolVal)):
         return True
     if isinstance(value, SeqVal):
         return any(is_interesting(v) for v in value.items)
@@ -319,7 +319,7 @@ def is_interesting(value: Optional[Value]) -> bool:
 # How many functions a value may be one of before it is unknown: a test helper that launches
 # each of a dozen kernels (`def run(kernel): return self.pallas_call(kernel, ...)`) needs more
 # than a handful; the cost is one analysis of each function per call.
-MAX_ALTERNATIVES = 32
+MAX_ALTERNATIVES = 128
 
 
 def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
@@ -340,6 +340,13 @@ def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
         return NnxVal(a.kind, None, cls=a.cls if a.cls is b.cls else None)
     if isinstance(a, QN) and isinstance(b, QN):
         return a if a.qualname == b.qualname else None
+    if isinstance(b, RefSeqVal):
+        a, b = b, a
+    if isinstance(a, RefSeqVal) and (
+            (isinstance(b, RefSeqVal) and b.base.key == a.base.key) or
+            (isinstance(b, SeqVal) and all(isinstance(x, RefVal) for x in b.items))):
+        # `scratch = refs[-n:] if n else ()`: a tuple of refs either way (which one unknown).
+        return RefSeqVal(a.base, a.offset, False)
     if isinstance(a, SeqVal) and isinstance(b, SeqVal) and len(a.items) == len(b.items):
         return SeqVal(tuple(join(x, y) for x, y in zip(a.items, b.items)), a.kind)
     if isinstance(a, DictVal) and isinstance(b, DictVal) and a.items.keys() == b.items.keys():
