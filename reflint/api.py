@@ -581,6 +581,11 @@ APIS: tuple = (
         Family.INLINE, callees=(Callee(0, "f", None),), factory="always"),
     Api("loop", ("jax.experimental.pallas.loop", "jax._src.pallas.helpers.loop"),
         Family.INLINE, callees=(Callee(0, "f", None, (None,)),), factory="always"),
+    # TPU SparseCore: `@plsc.parallel_loop(lo, hi) def body(i): ...` runs its body in the
+    # kernel (jax/_src/pallas/mosaic/sc_primitives.py).
+    Api("parallel_loop", ("jax.experimental.pallas.tpu_sc.parallel_loop",
+                          "jax._src.pallas.mosaic.sc_primitives.parallel_loop"),
+        Family.INLINE, callees=(Callee(0, "f", None, (None,)),), factory="always"),
     # JAX's own sequence helper, used by Pallas kernels to split their `*refs`
     # (`gmem_refs, scratch_refs = util.split_list(refs, [n])`, tests/pallas/mosaic_gpu_test.py):
     # the pieces of the refs are refs.

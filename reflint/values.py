@@ -304,10 +304,12 @@ def contains_ref(value: Optional[Value]) -> bool:
 
 
 def is_interesting(value: Optional[Value]) -> bool:
-    """Worth propagating between functions: contains a ref or a local function."""
+    """Worth propagating between functions: contains a ref, a local function or a transform
+    not yet applied (a helper returning `functools.partial(pl.kernel, ...)`)."""
     if value is None:
         return False
-    if isinstance(value, (RefVal, FuncVal, OneOf, RefSeqVal, RefPoolVal, FuncPoolVal)):
+    if isinstance(value, (RefVal, FuncVal, OneOf, TransformVal, RefSeqVal, RefPoolVal,
+                          FuncPoolVal)):
         return True
     if isinstance(value, SeqVal):
         return any(is_interesting(v) for v in value.items)

@@ -464,6 +464,14 @@ class CallsMixin:
                 any(_binds_name(st, vararg) for st in stmts[:-1]):
             return None
         call = stmts[-1].body[0].value
+        if type(call) is cst.Name:
+            # `result = _kernel(*args, **kwargs); self.used = True; return result`.
+            binds = [st for st in stmts[:-1] if _binds_name(st, call.value)]
+            st = binds[0] if len(binds) == 1 else None
+            call = st.body[0].value if st is not None and \
+                type(st) is cst.SimpleStatementLine and len(st.body) == 1 and \
+                type(st.body[0]) is cst.Assign and len(st.body[0].targets) == 1 and \
+                type(st.body[0].targets[0].target) is cst.Name else None
         if type(call) is not cst.Call:
             return None
         pos = [a for a in call.args if a.keyword is None and a.star != "**"]
@@ -601,6 +609,7 @@ class CallsMixin:
     def _call_func(self, node: cst.Call, fv: FuncVal, args: list, state: _State):
         starred = [i for i, (a, _) in enumerate(args) if a.star == "*"]
         positional = [(a, v, a.value) for a, v in args if not a.star and a.keyword is None]
+        rest_refs = None  # what a `*args` parameter receives from starred tuples of refs
         if starred:
             last = max((i for i, (a, _) in enumerate(args) if not a.keyword and
                         a.star != "**"), default=-1)
@@ -617,6 +626,7 @@ class CallsMixin:
                 n = sum(1 for p in fv.info.params if p.kind in ("pos", "posonly"))
                 n -= len(positional) + len(fv.bound_args) + (fv.self_value is not None)
                 positional += [(a_star, seq.item(i), None) for i in range(max(n, 0))]
+                rest_refs = seq.rest(max(n, 0))
             elif len(starred) > 1 and isinstance(seq, RefSeqVal) and \
                     all(i in starred for i in range(starred[0], last + 1)) and \
                     all(isinstance(args[i][1], RefSeqVal) or _all_refs(args[i][1])
@@ -628,11 +638,16 @@ class CallsMixin:
                 n = sum(1 for p in fv.info.params if p.kind in ("pos", "posonly"))
                 n -= len(positional) + len(fv.bound_args) + (fv.self_value is not None)
                 positional += [(a_star, seq.item(None), None) for _ in range(max(n, 0))]
+                rest_refs = seq.rest(None)
             else:
                 self._record_unbindable(node, fv, args)
                 return self._result_of(fv)
         keywords = {a.keyword.value: (a, v, a.value) for a, v in args if a.keyword is not None}
         self._bind_call(node, fv, positional, keywords, "traced" if fv.transforms else "plain")
+        vararg = next((p for p in fv.info.params if p.kind == "vararg"), None)
+        if rest_refs is not None and vararg is not None:
+            # `fn(*refs)` into `def fn(*args)`: its `*args` is a tuple of refs.
+            self._seed(fv.info, vararg.name, rest_refs)
         return self._result_of(fv)
 
     def _split_sequence(self, args: list) -> Optional[Value]:
