@@ -54,6 +54,7 @@ from .state import (
 )
 from .syntax import (
     _as_name,
+    _binds_name,
     _body,
     _in_own_scope,
     _op_text,
@@ -619,6 +620,9 @@ class StatementsMixin:
         if info.is_module:
             if name in info.summary:
                 return info.summary[name]
+            late = self._late_imports().get(name)
+            if late is not None:
+                return late
         while scope is not None:
             if name in scope.summary:
                 value = scope.summary[name]
@@ -635,6 +639,46 @@ class StatementsMixin:
         if name in _BUILTIN_NAMES and not self.has_star_import:
             return QN(f"builtins.{name}")
         return None
+
+    def _late_imports(self) -> dict:
+        """Names the module binds once, by an import at top level, read by module code before
+        that import (a notebook or doc page whose `import functools` comes in a later cell):
+        name -> QN."""
+        def build() -> dict:
+            body = list(getattr(self.module, "body", ()))
+            found: dict = {}
+            for st in body:
+                if type(st) is not cst.SimpleStatementLine:
+                    continue
+                for small in st.body:
+                    if type(small) is cst.Import:
+                        for alias in small.names:
+                            full = dotted_name(alias.name)
+                            if full is None:
+                                continue
+                            if alias.asname is not None:
+                                found.setdefault(_as_name(alias.asname), []).append(QN(full))
+                            else:
+                                top = full.split(".")[0]
+                                found.setdefault(top, []).append(QN(top))
+                    elif type(small) is cst.ImportFrom and not small.relative and \
+                            small.module is not None and \
+                            not isinstance(small.names, cst.ImportStar):
+                        module = dotted_name(small.module)
+                        for alias in small.names:
+                            name = dotted_name(alias.name)
+                            local = _as_name(alias.asname) if alias.asname is not None else name
+                            if local and module:
+                                found.setdefault(local, []).append(QN(f"{module}.{name}"))
+            others = [st for st in body if not (
+                type(st) is cst.SimpleStatementLine and
+                any(type(x) in (cst.Import, cst.ImportFrom) for x in st.body))]
+            defined = {st.name.value for st in body
+                       if type(st) in (cst.FunctionDef, cst.ClassDef)}
+            return {name: qns[0] for name, qns in found.items()
+                    if len(qns) == 1 and name not in defined and
+                    not any(_binds_name(st, name) for st in others)}
+        return self.cached("late imports", build)
 
     def _call_time_value(self, name: str, info: FunctionInfo, scope: FunctionInfo, value):
         """A free name that ``scope`` binds several times (a notebook's cells, a test that
