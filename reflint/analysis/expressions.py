@@ -66,7 +66,7 @@ class ExpressionsMixin:
         if t is cst.Name:
             value = self._lookup(node.value, node, state)
             if isinstance(value, RefVal) and value.key in state.frozen:
-                self.after_freeze.append(UseAfterFreeze(node, "use", value,
+                self._sink.add(UseAfterFreeze(node, "use", value,
                                                         state.frozen[value.key], self._func))
             return value
         if t is cst.Attribute:
