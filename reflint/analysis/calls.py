@@ -1,4 +1,5 @@
-"""Calls (``CallsMixin``): JAX APIs, transforms, control flow, Pallas launches, NNX, partials, local functions and their bindings."""
+"""Calls (``CallsMixin``): JAX APIs, transforms, control flow, Pallas launches, NNX,
+partials, local functions and their bindings."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ class CallsMixin:
             receiver = self._values.get(id(node.func.value))
             if not isinstance(receiver, (QN, RefVal, FuncVal, ClassVal)):
                 self._sink.add(MutatingCall(node, receiver, node.func.attr.value,
-                                                        self._func))
+                                            self._func))
         if isinstance(fv, FuncVal):
             fv = self._forwarded_api(fv) or fv
         if isinstance(fv, FuncVal) and args and not args[0][0].keyword and \
@@ -187,8 +188,8 @@ class CallsMixin:
             ref = RefVal(key=("new", id(node)), origin="created", node=node, scope=self._func,
                          kwargs={arg.keyword.value: arg.value for arg, _ in args if arg.keyword})
             self._sink.add(Creation(node, self._func, ref,
-                                           init_arg[0].value if init_arg else None,
-                                           init_value, a.name))
+                                    init_arg[0].value if init_arg else None,
+                                    init_value, a.name))
             return ref
         if fam is F.NNX:
             return self._call_nnx(node, a, args)
@@ -494,7 +495,7 @@ class CallsMixin:
     def _call_special(self, node, fv: SpecialVal, args, state) -> Optional[Value]:
         if fv.kind == "traced_constructor":
             self._sink.add(TracedConstructor(node, self._func, fv.api_name,
-                                                              fv.target, fv.node))
+                                             fv.target, fv.node))
             return None
         if fv.kind == "vjp_fn":  # the VJP function applied to cotangents
             self._sink.add(VjpApplication(node, fv.target, self._func))
@@ -502,13 +503,13 @@ class CallsMixin:
         if fv.kind == "vjp_with_refs":  # vjp_fn.with_refs(*entries): a VJP function again
             plain = not any(arg.star or arg.keyword for arg, _ in args)
             self._sink.add(WithRefs(node, fv.target, self._func,
-                                                 list(args) if plain else None))
+                                    list(args) if plain else None))
             entries = len(args) if plain else None
             return SpecialVal("vjp_bound", (fv.target, node, entries), node, fv.api_name)
         if fv.kind == "vjp_bound":
             vjp, with_refs, entries = fv.target
             self._sink.add(VjpApplication(node, vjp, self._func, with_refs,
-                                                        entries))
+                                          entries))
             return None
         if fv.kind == "defvjp":
             primal: FuncVal = fv.target
@@ -546,7 +547,7 @@ class CallsMixin:
                 n = None if any(a.star for a, _ in args) else \
                     sum(1 for a, _ in args if a.keyword is None)
                 self._sink.add(KernelLaunch(targets, fv.api_name, node, n,
-                                                         fv.kwargs or {}))
+                                            fv.kwargs or {}))
             return None
         return None
 
@@ -745,8 +746,8 @@ class CallsMixin:
             all_bindings[id(fv.info)] = b
         if calls or operands:
             self._sink.add(TracedCall(kind=a.name, node=node, func=self._func,
-                                                targets=targets, transforms=(),
-                                                operands=operands, bindings=all_bindings))
+                                      targets=targets, transforms=(),
+                                      operands=operands, bindings=all_bindings))
         if a.result is api.Result.PAIR:
             return SeqVal((None, None))
         return None

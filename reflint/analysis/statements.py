@@ -1,4 +1,5 @@
-"""The evaluator's statements and bindings (``StatementsMixin``): program order, branches, loops, defs, classes, imports, scopes and closures."""
+"""The evaluator's statements and bindings (``StatementsMixin``): program order, branches,
+loops, defs, classes, imports, scopes and closures."""
 
 from __future__ import annotations
 
@@ -315,7 +316,7 @@ class StatementsMixin:
             if isinstance(cur, RefVal):
                 self._ref_use("augassign", target, cur, stmt, _op_text(stmt.operator))
             self._sink.add(AttributeWrite(stmt, base, target.attr.value, None,
-                                                        self._func))
+                                          self._func))
         if state.deps is not None:
             deps = self._dep_of(stmt.value)
             if isinstance(target, cst.Name):
@@ -499,8 +500,8 @@ class StatementsMixin:
             return SpecialVal("launcher", fv, node, a.name, dict(kwargs))
         # run_scoped / core_map: the body runs now, inside the enclosing kernel's trace.
         self._sink.add(TracedCall(kind=a.name, node=node, func=self._func,
-                                            targets=[fv.info], transforms=(), operands=[],
-                                            bindings={}))
+                                  targets=[fv.info], transforms=(), operands=[],
+                                  bindings={}))
         fv.info.callers.append((self._func, node))
         return None
 
