@@ -120,6 +120,6 @@ class AccumulatedWithoutInit(Rule):
 
 
 def _op(stmt) -> str:
-    from reflint.analysis.syntax import _op_text
+    from reflint.analysis import op_text
 
-    return _op_text(stmt.operator)
+    return op_text(stmt.operator)
