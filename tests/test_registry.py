@@ -178,6 +178,12 @@ def _uses(a: api.Api, f: str, body: str, rng: random.Random) -> list:
                 f"with {f}(ref=True):\n{ind}m = {f}(jnp.zeros(3))\n" + fn + "jax.jit(h)(m)\n",
                 f"{f}(True)\nclass M({f}):\n{ind}def __init__(self):\n{ind}{ind}self.a = {f}(1)"
                 f"\n{ind}{ind}self.b = self.a\n\nm = M()\n" + fn + "jax.jit(h)(m)\n"]
+    if fam is F.SEQUENCE:  # split_list: the pieces of a kernel's *refs are refs
+        return [f"def kern(*refs):\n{ind}a, b = {f}(refs, [1])\n{ind}o = a[0] + b[0]\n"
+                f"{ind}{body.format(ind=ind)}\n\nfrom jax.experimental import pallas as pl\n"
+                "pl.pallas_call(kern, out_shape=xs)(xs, xs)\n",
+                f"def g(x):\n{ind}a, b = {f}(x, [1])\n{ind}a[0] = 1\n{ind}"
+                f"{body.format(ind=ind)}\n"]
     raise AssertionError(f"no template for {fam}")  # pragma: no cover - every family above
 
 
