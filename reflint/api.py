@@ -358,6 +358,10 @@ class Callee:
     # indices), and the last one when one of the keywords ``carry_if`` is given (a carry).
     leading: int = 0
     carry_if: tuple = ()
+    # The API's keyword arguments name the function's parameters and give their types
+    # (`@pl.with_scoped(scratches=(pltpu.VMEM(...), ...))`): a tuple, list or dict there makes
+    # the parameter a pytree of refs, not a ref.
+    typed_kwargs: bool = False
 
 
 @dataclass(frozen=True)
@@ -572,7 +576,8 @@ APIS: tuple = (
     # (jax/_src/pallas/helpers.py).
     Api("with_scoped", ("jax.experimental.pallas.with_scoped",
                         "jax._src.pallas.helpers.with_scoped"),
-        Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, refs=True),),
+        Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, refs=True,
+                                       typed_kwargs=True),),
         factory="always", word="a Pallas with_scoped body", ref_source=True),
     Api("core_map", ("jax.experimental.pallas.core_map", "jax._src.pallas.core.core_map"),
         Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, returns_none=True),),

@@ -48,6 +48,9 @@ class RefVal(Value):
     cls: Optional["ClassInfo"] = None  # a module of a class of this file: its attributes
     root: Optional["RefVal"] = None  # read as an attribute of this tree (`model.bias`)
     view: str = ""  # a view of the ref (`x_ref.at[1:6]`, `.reshape(...)`): how it was made
+    # A Pallas kernel's parameter, or that parameter handed on to a helper: a ref or a pytree
+    # of refs (a tuple operand, a scratch tuple), the analysis cannot tell.
+    maybe_tree: bool = False
 
 
 def as_view(ref: "RefVal", how: str) -> "RefVal":

@@ -439,3 +439,26 @@ def test_runtime_reports_accumulation_without_init_and_a_written_input():
         pl.pallas_call(acc, out_shape=s, input_output_aliases={0: 0}, interpret=True)(x)
         pl.pallas_call(write_input, out_shape=s, input_output_aliases={0: 0},
                        interpret=True)(x)
+
+
+def test_pytrees_of_refs_in_kernels_are_not_refs():
+    """False positives found on vllm-project/tpu-inference: a with_scoped keyword giving a tuple
+    of scratch buffers, a scratch tuple concatenated with another tuple, and a kernel parameter
+    named as a sequence of refs indexed by a loop variable in a helper it is handed to."""
+    src = HEAD + (
+        "def kernel(x_ref, o_ref, scratches, page_refs):\n"
+        "    @pl.with_scoped(s_ref=pltpu.VMEM((8,), jnp.float32),\n"
+        "                    bufs=(pltpu.VMEM((8,), jnp.float32), pltpu.VMEM((8,), jnp.float32)))\n"
+        "    def _run(s_ref, bufs):\n"
+        "        every = (s_ref,) + bufs + scratches\n"
+        "        m_ref, l_ref = bufs\n"
+        "        o_ref[...] = m_ref + 1\n"  # 13: a ref of the tuple
+        "    _run()\n"
+        "    helper((page_refs, x_ref))\n"
+        "def helper(shared):\n"
+        "    page_refs, x_ref = shared\n"
+        "    for group in range(2):\n"
+        "        page_refs[group][0] = x_ref[0]\n"
+        "pl.pallas_call(kernel, out_shape=S, scratch_shapes=[(pltpu.VMEM((8,), jnp.float32),),"
+        " pltpu.VMEM((8,), jnp.float32)])(x)\n")
+    assert _both(src) == [(13, "REF007")]

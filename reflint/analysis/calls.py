@@ -13,6 +13,7 @@ from ..values import (
     ArrayVal,
     Choice,
     ClassVal,
+    DictVal,
     FuncVal,
     InstanceVal,
     NamespaceVal,
@@ -518,6 +519,13 @@ class CallsMixin:
             for p, v in zip(named, kernel.bound_args):
                 if is_interesting(v):
                     self._seed(info, p.name, v)
+            if callee.typed_kwargs:
+                # `scratches=(pltpu.VMEM(...), ...)`: that parameter is a tuple of refs.
+                for name, expr in (kwargs or {}).items():
+                    tree = _ref_tree(expr, (id(node), name))
+                    if info.param(name) is not None and tree is not None:
+                        bound.add(name)
+                        self._seed(info, name, tree)
             for name, v in kernel.bound_kw_values:
                 if is_interesting(v) and info.param(name) is not None:
                     self._seed(info, name, v)
@@ -834,3 +842,26 @@ class CallsMixin:
 def _all_refs(v) -> bool:
     """A tuple whose items are all refs."""
     return isinstance(v, SeqVal) and bool(v.items) and all(isinstance(x, RefVal) for x in v.items)
+
+
+def _ref_tree(expr, key: tuple) -> Optional[Value]:
+    """The pytree of refs a literal tuple/list/dict of allocation types makes (a with_scoped
+    keyword); None for anything else (one type: a ref)."""
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            return None
+        return SeqVal(tuple(_ref_tree(e.value, key + (i,)) or
+                            RefVal(key=("scoped",) + key + (i,), origin="pallas", node=e.value,
+                                   scope=None)
+                            for i, e in enumerate(expr.elements)),
+                      "tuple" if isinstance(expr, cst.Tuple) else "list")
+    if isinstance(expr, cst.Dict):
+        items = {}
+        for e in expr.elements:
+            if not isinstance(e, cst.DictElement) or not isinstance(e.key, cst.SimpleString):
+                return None
+            k = e.key.evaluated_value
+            items[k] = _ref_tree(e.value, key + (k,)) or RefVal(
+                key=("scoped",) + key + (k,), origin="pallas", node=e.value, scope=None)
+        return DictVal(items)
+    return None

@@ -242,7 +242,7 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
         if id(info) in self._pallas_kernels and p.kind in ("pos", "posonly") and \
                 p.name not in self._pallas_kernels[id(info)]:
             return RefVal(key=("param", id(info.node), p.name), origin="pallas", node=p.node,
-                          scope=info, name=p.name)
+                          scope=info, name=p.name, maybe_tree=True)
         if id(info) in self._pallas_kernels and p.kind == "vararg" and \
                 p.name not in self._pallas_kernels[id(info)]:
             # `def kernel(*refs)`: a tuple of refs (unless partial binds more positional
@@ -265,7 +265,7 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
         if isinstance(value, RefVal):
             return RefVal(key=("param", id(info.node), p.name, path), origin="param", node=p.node,
                           scope=info, name=p.name if not path else f"{p.name}{path}",
-                          tree=value.tree, cls=value.cls)
+                          tree=value.tree, cls=value.cls, maybe_tree=value.maybe_tree)
         if isinstance(value, SeqVal):
             return SeqVal(tuple(self._rebase(v, info, p, f"{path}[{i}]")
                                 for i, v in enumerate(value.items)), value.kind)

@@ -122,9 +122,14 @@ class ExpressionsMixin:
         base = self._eval(node.value, state)
         self._eval_slices(node, state)
         if isinstance(base, RefVal):
-            if _is_pallas_param(base) and isinstance(_const_index(node), int):
+            if _is_pallas_param(base) and (isinstance(_const_index(node), int) or (
+                    type(node.value) is cst.Name and node.value.value.endswith("refs") and
+                    len(node.slice) == 1 and
+                    type(node.slice[0].slice) is cst.Index and
+                    type(node.slice[0].slice.value) is cst.Name)):
                 # `in_refs[0]`: a row of a ref, or a ref of a pytree of refs (a kernel
-                # parameter may be either): unknown, unless it is unpacked.
+                # parameter may be either): unknown, unless it is unpacked. So is
+                # `page_refs[group]` of a parameter named as a sequence of refs.
                 return SpecialVal("pallas_item", base, node)
             self._record_access("read", node, node.value, base, None, state)
             return ArrayVal(node)
@@ -187,6 +192,12 @@ class ExpressionsMixin:
         lv = self._eval(node.left, state)
         rv = self._eval(node.right, state)
         op = op_text(node.operator)
+        if op in ("+", "*") and (isinstance(lv, SeqVal) or isinstance(rv, SeqVal)):
+            # `(buf,) + scratches`: a tuple concatenated with a kernel parameter that is a
+            # pytree of refs (a scratch tuple), not math on a ref.
+            if isinstance(lv, SeqVal) and isinstance(rv, SeqVal):
+                return SeqVal(lv.items + rv.items, lv.kind) if op == "+" else None
+            return None
         if isinstance(lv, RefVal):
             self._ref_use("binop", node.left, lv, node, op)
         if isinstance(rv, RefVal):
