@@ -75,8 +75,8 @@ class AccumulatedWithoutInit(Rule):
     condition selects the first visit), and so does handing the ref to any function.
 
     ## JAX versions
-    Every version: JAX accepts the kernel silently (0.10.2 under `interpret=True` on CPU: all
-    NaN; on device the buffer's previous contents).
+    Every version: JAX accepts the kernel silently (0.10.2 and 0.12.0.1 under
+    `interpret=True` on CPU: all NaN; on device the buffer's previous contents).
 
     ## Runtime message
     None: JAX is silent. `reflint run` checks the kernel's traced program: an output (not

@@ -58,8 +58,8 @@ class InputRefWritten(Rule):
     writes an input and some output is not reported (the input may be used as scratch).
 
     ## JAX versions
-    Every version: JAX accepts the kernel silently (0.10.2 under `interpret=True` on CPU: the
-    output is all NaN and the operand unchanged).
+    Every version: JAX accepts the kernel silently (0.10.2 and 0.12.0.1 under
+    `interpret=True` on CPU: the output is all NaN and the operand unchanged).
 
     ## Runtime message
     None: JAX is silent. `reflint run` checks the kernel's traced program: an input written

@@ -74,7 +74,7 @@ class RefUsedAsArray(Rule):
     0.10.2): it is reported only for older targets.
 
     `o_ref[...] = x_ref` fails on every version, at top level, inside jit and in a Pallas
-    kernel (measured on 0.10.2, `interpret=True`).
+    kernel (measured on 0.10.2 and 0.12.0.1, `interpret=True`).
 
     ## Runtime message
     `ValueError: Cannot store a Ref into another Ref. Did you forget to load from it using
