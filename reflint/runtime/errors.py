@@ -172,7 +172,8 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
      "Pass the ref itself (not a view such as x_ref.at[...]) and index it inside the "
      "function."),
     ("REF002", re.compile(r"only one reference to a mutable array may be passed"
-                          r"|Attempt to donate the same buffer twice"),
+                          r"|Attempt to donate the same buffer twice"
+                          r"|Cannot pass the same ref into a mpmd map multiple times"),
      "Pass each ref at most once per call; pass two distinct refs, or pass it once and use it "
      "twice inside."),
     ("REF003", re.compile(r"was both closed over and passed"),
