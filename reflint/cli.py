@@ -719,7 +719,7 @@ def cmd_run(args, rest) -> int:
     try:
         from .runtime import main as runtime_main
     except ImportError as e:
-        raise UsageError(f"the runtime companion needs JAX: pip install 'reflint[runtime]' "
+        raise UsageError(f"the runtime companion needs JAX: pip install 'jax-reflint[runtime]' "
                          f"({e})") from None
     return runtime_main([args.script] + rest)
 
@@ -774,7 +774,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a program with runtime ref checks")
     run.add_argument("script")
     sub.add_parser("server", help="language server on stdio for editors (pip install "
-                   "'reflint[server]'); `reflint server --help` for its options")
+                   "'jax-reflint[server]'); `reflint server --help` for its options")
     return p
 
 
@@ -782,7 +782,7 @@ def cmd_server(argv: list) -> int:
     try:
         from .server import main as server_main
     except ImportError as e:
-        raise UsageError(f"the language server needs pygls: pip install 'reflint[server]' "
+        raise UsageError(f"the language server needs pygls: pip install 'jax-reflint[server]' "
                          f"({e})") from None
     return server_main(argv)
 
