@@ -751,8 +751,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "(with '-': print the fixed source)")
     c.add_argument("--diff", action="store_true", help="print fixes as a diff; write nothing")
     c.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
-    c.add_argument("--target-jax-version", help=f"JAX version the code runs on "
-                   f"(default {DEFAULT_TARGET_JAX_VERSION})")
+    c.add_argument("--target-jax-version", help="JAX version the code runs on (default: "
+                   "the lowest the project's JAX requirement allows, else the installed JAX, "
+                   f"else {DEFAULT_TARGET_JAX_VERSION}; --show-settings says which)")
     c.add_argument("--report-unused-noqa", action="store_true",
                    help="report REF noqa codes that suppress nothing (REF902)")
     c.add_argument("--stdin-filename", metavar="PATH",

@@ -16,8 +16,9 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from . import jaxversion
 from .limits import DEFAULT_MAX_FILE_SIZE
-from .settings import (DEFAULT_EXCLUDE, DEFAULT_TARGET_JAX_VERSION, Settings, default_select,
+from .settings import (DEFAULT_EXCLUDE, Settings, default_select,
                        expand_codes, parse_version)
 
 if sys.version_info >= (3, 11):
@@ -206,9 +207,11 @@ def validate(table: dict, path: str) -> dict:
     return out
 
 
-def build_settings(table: Optional[dict], config_file: Optional[str], cli: Overrides
-                   ) -> Settings:
-    """Merge defaults, a validated [tool.reflint] table and the command line."""
+def build_settings(table: Optional[dict], config_file: Optional[str], cli: Overrides,
+                   start: Optional[str] = None) -> Settings:
+    """Merge defaults, a validated [tool.reflint] table and the command line. Without a
+    configured target JAX version, it is inferred for the code under ``start`` (default: the
+    configuration's directory, or the working directory): reflint.jaxversion."""
     table = table or {}
     select = set(table.get("select", default_select()))
     select |= table.get("extend-select", set())
@@ -222,15 +225,24 @@ def build_settings(table: Optional[dict], config_file: Optional[str], cli: Overr
             select.add("REF902")
         if cli.ignore:
             select -= expand_codes(cli.ignore, include_opt_in=True)
-        version = parse_version(cli.target_jax_version) if cli.target_jax_version else \
-            table.get("target-jax-version", parse_version(DEFAULT_TARGET_JAX_VERSION))
+        if cli.target_jax_version:
+            version = parse_version(cli.target_jax_version)
+            why = "from --target-jax-version"
+        elif "target-jax-version" in table:
+            version = table["target-jax-version"]
+            why = f"from {config_file} [tool.reflint]"
+        else:
+            version = None
     except ValueError as e:
         raise ConfigError(str(e)) from None
     exclude = tuple(cli.exclude) if cli.exclude is not None else \
         table.get("exclude", DEFAULT_EXCLUDE)
     extend_exclude = table.get("extend-exclude", ()) + tuple(cli.extend_exclude or ())
     root = os.path.dirname(os.path.abspath(config_file)) if config_file else os.getcwd()
+    if version is None:
+        version, why = jaxversion.infer(start or root)
     return Settings(select=frozenset(select), target_jax_version=version,
+                    target_jax_source=why,
                     unsafe_fixes=cli.unsafe_fixes,
                     per_file_ignores=table.get("per-file-ignores", ()),
                     exclude=exclude, extend_exclude=extend_exclude, root=root,
@@ -252,8 +264,19 @@ class Resolver:
                 raise ConfigError(f"{config_path}: no such configuration file")
             self._fixed = self._settings_for_config(os.path.abspath(config_path))
 
-    def _settings_for_config(self, config_file: Optional[str]) -> Settings:
-        s = self._by_config.get(config_file)
+    def _settings_for_config(self, config_file: Optional[str],
+                             start: Optional[str] = None) -> Settings:
+        """The settings of ``config_file``; without one, those of the project around
+        ``start`` (its declared JAX requirement sets the target version)."""
+        key = config_file
+        if config_file is not None:
+            start = None  # inferred for the configuration's directory
+        elif start is not None and not self.cli.target_jax_version:
+            found = jaxversion.declared(start)
+            key = (None, found)
+            if found is None:
+                start = None  # same answer everywhere: the environment's, or the default
+        s = self._by_config.get(key)
         if s is None:
             table = None
             if config_file is not None:
@@ -261,8 +284,8 @@ class Resolver:
                 if raw is None and self.config_path is not None:
                     raw = {}  # --config on a file without [tool.reflint]: defaults
                 table = validate(raw or {}, config_file)
-            s = build_settings(table, config_file, self.cli)
-            self._by_config[config_file] = s
+            s = build_settings(table, config_file, self.cli, start)
+            self._by_config[key] = s
         return s
 
     def for_dir(self, directory: str) -> Settings:
@@ -271,7 +294,7 @@ class Resolver:
         d = os.path.abspath(directory)
         s = self._by_dir.get(d)
         if s is None:
-            s = self._settings_for_config(find_config(d))
+            s = self._settings_for_config(find_config(d), d)
             self._by_dir[d] = s
         return s
 
@@ -285,7 +308,8 @@ def show_settings(settings: Settings) -> str:
         f"config-file = {settings.config_file or '(none: defaults)'}",
         f"root = {settings.root}",
         f"select = [{', '.join(sorted(settings.select))}]",
-        f"target-jax-version = {'.'.join(map(str, settings.target_jax_version))}",
+        f"target-jax-version = {'.'.join(map(str, settings.target_jax_version))}"
+        f"  # {settings.target_jax_source}",
         f"exclude = [{', '.join(settings.exclude)}]",
         f"extend-exclude = [{', '.join(settings.extend_exclude)}]",
         "per-file-ignores = {" + ", ".join(f"{p!r}: [{', '.join(sorted(c))}]"

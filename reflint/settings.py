@@ -42,6 +42,9 @@ def default_select() -> frozenset:
 class Settings:
     select: frozenset = field(default_factory=default_select)
     target_jax_version: tuple = parse_version(DEFAULT_TARGET_JAX_VERSION)
+    # Where the target version comes from (--show-settings): a flag, the configuration, the
+    # project's JAX requirement, the installed JAX, or the default (reflint.jaxversion).
+    target_jax_source: str = "default: the newest measured version"
     unsafe_fixes: bool = False
     # ((glob pattern, frozenset of codes), ...): codes ignored in the files a pattern matches.
     per_file_ignores: tuple = ()
