@@ -503,6 +503,7 @@ def _cmd_check(args) -> int:
         if args.fix or args.diff:
             if res.source is not None and any(d.fix for d in res.diagnostics):
                 outcome = fix_source(res.source, res.path, settings)
+                fix_notes.extend(f"{res.path}: {r}" for r in outcome.rejected)
                 if outcome.error:
                     fix_notes.append(f"{res.path}: {outcome.error}")
                 elif outcome.fixed:
@@ -567,6 +568,8 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
         remaining = result.diagnostics
         if result.source is not None and any(d.fix for d in result.diagnostics):
             outcome = fix_source(result.source, name, settings)
+            for r in outcome.rejected:
+                print(f"{name}: {r}", file=sys.stderr)
             if outcome.error:
                 print(f"{name}: {outcome.error}", file=sys.stderr)
             elif outcome.fixed:
