@@ -23,6 +23,7 @@ from .engine import decode, is_candidate, is_skipped_file, lint_non_candidate, l
 from .engine import INTERNAL_ERROR, internal_error, not_checked, parse_error
 from .output import (format_concise, format_github, format_json, format_sarif,
                      format_statistics, format_text, summary_line, use_color)
+from . import notebook
 from .rule import all_rules, rule_by_code
 from .settings import DEFAULT_EXCLUDE, DEFAULT_TARGET_JAX_VERSION, Settings
 
@@ -85,7 +86,7 @@ def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bo
                              and not resolver.for_dir(os.path.join(root, d)).is_excluded(
                                  os.path.join(root, d)))
             for f in sorted(files):
-                if f.endswith((".py", ".pyi")):
+                if f.endswith((".py", ".pyi", notebook.SUFFIX)):
                     path = os.path.normpath(os.path.join(root, f))
                     if settings.is_excluded(path):
                         continue
@@ -178,6 +179,10 @@ def _check_file(args) -> FileResult:
     except OSError as e:
         return FileResult(path, [not_checked(path, f"cannot read file: {e.strerror or e}")])
     try:
+        if notebook.is_notebook(path):
+            res = notebook.lint(data, path, settings)
+            res.source = data.decode("utf-8-sig", "replace")
+            return res
         return lint_bytes(data, path, settings)
     except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
         return FileResult(path, [internal_error(path, e)])
@@ -208,6 +213,11 @@ def _lint_task(task) -> tuple:
     the analysis ("analysed")."""
     index, path, data = task
     settings = _WORKER_SETTINGS if _WORKER_SETTINGS is not None else Settings()
+    if notebook.is_notebook(path):
+        try:
+            return index, notebook.lint(data, path, settings).diagnostics, True, "analysed"
+        except (Exception, RecursionError, MemoryError) as e:  # noqa: BLE001 - one file
+            return index, [_internal_error(path, e)], False, "analysed"
     # A syntax tree is millions of young objects without cycles: the cyclic garbage collector
     # would scan the growing tree again and again while it is built. It is paused for the
     # file; one collection afterwards frees whatever the analysis left in cycles.
@@ -382,7 +392,8 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
     for i, res in enumerate(results):
         if res.diagnostics and res.source is None and i in data_of:
             try:
-                res.source = decode(data_of[i])
+                res.source = data_of[i].decode("utf-8-sig") if \
+                    notebook.is_notebook(res.path) else decode(data_of[i])
             except (SyntaxError, UnicodeDecodeError, LookupError):
                 pass
     # Work done in this run: skipped by the textual pre-filter (a syntax check only), ruled
@@ -449,7 +460,8 @@ def _emit(args, all_diags, sources, n_files, out=None) -> None:
             out.write(text + "\n")
     if fmt in ("text", "concise") and not args.quiet and not args.statistics:
         fixable = sum(1 for d in all_diags if d.fix and d.fix.applicability == "safe")
-        out.write(summary_line(len(all_diags), n_files, 0 if args.fix else fixable) + "\n")
+        out.write(summary_line(len(all_diags), n_files, 0 if args.fix else fixable,
+                               len({d.path for d in all_diags})) + "\n")
 
 
 def _exit_code(args, diags) -> int:
@@ -500,7 +512,9 @@ def _cmd_check(args) -> int:
     diff_text = []
     for res in results:
         settings = settings_of.get(res.path) or resolver.for_file(res.path)
-        if args.fix or args.diff:
+        if notebook.is_notebook(res.path):
+            res = _notebook_fix(args, res, settings, roots, fix_notes, diff_text)
+        elif args.fix or args.diff:
             if res.source is not None and any(d.fix for d in res.diagnostics):
                 outcome = fix_source(res.source, res.path, settings)
                 fix_notes.extend(f"{res.path}: {r}" for r in outcome.rejected)
@@ -519,7 +533,7 @@ def _cmd_check(args) -> int:
                             res = FileResult(res.path, outcome.remaining, outcome.source)
         all_diags.extend(res.diagnostics)
         if res.source is not None and res.diagnostics:
-            sources[res.path] = res.source
+            sources[res.path] = _frame_source(res)
     if args.diff:
         sys.stdout.write("".join(diff_text))
         for n in fix_notes:
@@ -530,6 +544,42 @@ def _cmd_check(args) -> int:
         for n in fix_notes:
             print(n, file=sys.stderr)
     return _exit_code(args, all_diags)
+
+
+def _frame_source(res: FileResult):
+    """What the code frames show: the source, or for a notebook its cells by number."""
+    if notebook.is_notebook(res.path):
+        try:
+            return notebook.cell_sources(notebook.parse(res.source))
+        except notebook.NotebookError:
+            return None
+    return res.source
+
+
+def _notebook_fix(args, res: FileResult, settings, roots, fix_notes, diff_text) -> FileResult:
+    """``--fix``/``--diff`` for a notebook: the fixes apply to its joined cells and are
+    written back into the JSON (reflint.notebook)."""
+    if not (args.fix or args.diff) or res.source is None or \
+            not any(d.fix for d in res.diagnostics):
+        return res
+    new_text, outcome, nb = notebook.fix(res.source.encode("utf-8"), res.path, settings)
+    if outcome is None:
+        return res
+    fix_notes.extend(f"{res.path}: {notebook.cell_note(nb, r)}" for r in outcome.rejected)
+    if outcome.error:
+        fix_notes.append(f"{res.path}: {outcome.error}")
+    if new_text is None:
+        return res
+    if args.diff:
+        diff_text.append(_diff(res.source, new_text, res.path))
+        return res
+    problem = _write_fixed(res.path, new_text, roots)
+    if problem:
+        fix_notes.append(f"{res.path}: {problem}")
+        return res
+    fix_notes.append(f"{res.path}: fixed {outcome.fixed} finding"
+                     f"{'s' if outcome.fixed != 1 else ''}")
+    return FileResult(res.path, outcome.remaining, new_text)
 
 
 def _diff(before: str, after: str, path: str) -> str:
@@ -562,6 +612,8 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
         if args.fix:
             sys.stdout.buffer.write(data)
         return EXIT_OK
+    if notebook.is_notebook(name):
+        return _notebook_stdin(args, data, name, settings)
     result = lint_bytes(data, name, settings)
     if args.fix or args.diff:
         fixed_source = result.source
@@ -590,6 +642,34 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
         return _exit_code(args, remaining)
     _emit(args, result.diagnostics, {name: result.source} if result.source else {}, 1)
     return _exit_code(args, result.diagnostics)
+
+
+def _notebook_stdin(args, data: bytes, name: str, settings) -> int:
+    """``reflint check - --stdin-filename x.ipynb``: a notebook on standard input."""
+    result = notebook.lint(data, name, settings)
+    result.source = data.decode("utf-8-sig", "replace")
+    remaining = result.diagnostics
+    new_text = None
+    if (args.fix or args.diff) and any(d.fix for d in remaining):
+        new_text, outcome, nb = notebook.fix(data, name, settings)
+        if outcome is not None:
+            for r in outcome.rejected:
+                print(f"{name}: {notebook.cell_note(nb, r)}", file=sys.stderr)
+            if new_text is not None:
+                remaining = outcome.remaining
+    if args.diff:
+        diff = _diff(result.source, new_text, name) if new_text is not None else ""
+        sys.stdout.write(diff)
+        return EXIT_FINDINGS if diff and not args.exit_zero else EXIT_OK
+    sources = {name: _frame_source(result)} if remaining else {}
+    if args.fix:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(new_text.encode("utf-8") if new_text is not None else data)
+        sys.stdout.flush()
+        _emit(args, remaining, sources, 1, out=sys.stderr)
+        return _exit_code(args, remaining)
+    _emit(args, remaining, sources, 1)
+    return _exit_code(args, remaining)
 
 
 def _encode_like(text: str, original: bytes) -> bytes:

@@ -42,19 +42,29 @@ def _frame(text: str, column: int, width: int) -> tuple:
     return lead + shown + tail, caret_col, width
 
 
+def _cell(d) -> str:
+    """``cell 3:`` for a finding in a notebook's code cell 3, else nothing (as ruff)."""
+    cell = getattr(d, "cell", 0)
+    return f"cell {cell}:" if cell else ""
+
+
 def format_text(diags, sources: dict, color: bool = False, unsafe_fixes: bool = False) -> str:
     out = []
     lines_of: dict = {}  # path -> the source's lines (split once per file)
     for d in diags:
-        head = (f"{_c(d.path, '1', color)}:{d.line}:{d.column}: "
+        head = (f"{_c(d.path, '1', color)}:{_cell(d)}{d.line}:{d.column}: "
                 f"{_c(d.code, '1;31', color)} {d.message}")
         out.append(head)
         src = sources.get(d.path)
+        key = d.path
+        if isinstance(src, dict):  # a notebook: its cells by number
+            src = src.get(d.cell)
+            key = (d.path, d.cell)
         if src is not None:
-            lines = lines_of.get(d.path)
+            lines = lines_of.get(key)
             if lines is None:
                 # Lines as Python counts them (str.splitlines also splits at form feeds).
-                lines = lines_of[d.path] = _LINES.split(src)
+                lines = lines_of[key] = _LINES.split(src)
             if 0 < d.line <= len(lines):
                 text = lines[d.line - 1]
                 width = (d.end_column - d.column) if d.end_line == d.line else \
@@ -73,7 +83,8 @@ def format_text(diags, sources: dict, color: bool = False, unsafe_fixes: bool = 
 
 
 def format_concise(diags) -> str:
-    return "\n".join(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}" for d in diags) + \
+    return "\n".join(f"{d.path}:{_cell(d)}{d.line}:{d.column}: {d.code} {d.message}"
+                     for d in diags) + \
         ("\n" if diags else "")
 
 
@@ -81,11 +92,15 @@ def format_json(diags) -> str:
     return json.dumps([d.to_json() for d in diags], indent=2) + "\n"
 
 
-def summary_line(n_diags: int, n_files: int, n_fixable: int) -> str:
+def summary_line(n_diags: int, n_files: int, n_fixable: int,
+                 n_with: "int | None" = None) -> str:
+    """The last line of the text output: ``n_files`` checked, ``n_with`` of them with
+    findings (default: all of them)."""
     if n_diags == 0:
         return f"All checks passed ({n_files} file{'s' if n_files != 1 else ''} checked)."
-    s = f"Found {n_diags} error{'s' if n_diags != 1 else ''} in {n_files} file" + \
-        ("s" if n_files != 1 else "") + "."
+    n_with = n_files if n_with is None else n_with
+    s = f"Found {n_diags} error{'s' if n_diags != 1 else ''} in {n_with} file" + \
+        ("s" if n_with != 1 else "") + "."
     if n_fixable:
         s += f"\n[*] {n_fixable} fixable with the `--fix` option."
     return s
@@ -139,7 +154,8 @@ def format_github(diags) -> str:
         if d.end_line:
             props += [f"endLine={d.end_line}", f"endColumn={d.end_column}"]
         props.append(f"title={_gh_escape_property(f'{d.code} {d.name}')}")
-        out.append(f"::error {','.join(props)}::{_gh_escape_data(d.message)}")
+        where = f"cell {d.cell}, line {d.line}: " if getattr(d, "cell", 0) else ""
+        out.append(f"::error {','.join(props)}::{_gh_escape_data(where + d.message)}")
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -203,16 +219,20 @@ def format_sarif(diags, version: str = "") -> str:
     index = {r["id"]: i for i, r in enumerate(rules)}
     results = []
     for d in diags:
+        where = f"cell {d.cell}, line {d.line}: " if getattr(d, "cell", 0) else ""
         result = {
             "ruleId": d.code,
             "level": "error",
-            "message": {"text": d.message},
+            "message": {"text": where + d.message},
             "locations": [{"physicalLocation": {
                 "artifactLocation": _artifact(d.path),
                 "region": _region(d.line, d.column, d.end_line, d.end_column)}}],
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
+        if getattr(d, "cell", 0):
+            # A notebook: the region is in the code cell (SARIF has no notion of cells).
+            result["properties"] = {"cell": d.cell}
         if d.related is not None:
             result["relatedLocations"] = [{
                 "id": 1,
