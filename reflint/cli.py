@@ -41,8 +41,27 @@ def _is_venv(directory: str) -> bool:
     return os.path.exists(os.path.join(directory, "pyvenv.cfg"))
 
 
+PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
+
+
+def is_lintable_name(path: str) -> bool:
+    """A file reflint checks when it is named: Python source, stub or notebook, or a file
+    without a suffix whose first line is a Python shebang (a script)."""
+    if path.endswith(PYTHON_SUFFIXES) or notebook.is_notebook(path):
+        return True
+    if "." in os.path.basename(path):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(200)
+    except OSError:
+        return True  # reported by the checks that open it
+    return first.startswith(b"#!") and b"python" in first
+
+
 def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bool = False,
-             problems: Optional[list] = None) -> list:
+             problems: Optional[list] = None, excluded: Optional[list] = None,
+             warnings: Optional[list] = None) -> list:
     """(file, settings) for the Python files under ``paths``.
 
     Directories matching ``exclude``/``extend-exclude`` (and virtual environments) are not
@@ -50,9 +69,26 @@ def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bo
     unless ``force_exclude`` (as in ruff). Entries that cannot be checked (an unreadable
     directory, a FIFO, socket or device named ``*.py``, a dangling symbolic link or a link
     loop) are never opened: with ``problems`` (a list), each is appended to it as
-    ``(path, settings, reason)`` (reported as REF904); a directory named ``x.py`` is walked."""
+    ``(path, settings, reason)`` (reported as REF904); a directory named ``x.py`` is walked.
+
+    Paths ignored by ``.gitignore`` files are not walked into (``respect-gitignore``, as
+    ruff; reflint.gitignore). ``excluded`` collects ``(path, pattern)`` for the paths the
+    configuration excluded (not the default patterns); ``warnings`` what the user should
+    hear about (a named file that is not Python, a named path that is excluded)."""
+    from . import gitignore
+
     resolver = resolver or Resolver()
     out = []
+
+    def note_excluded(path, settings):
+        if excluded is not None:
+            pattern = settings.excluding_pattern(path)
+            if pattern is not None and pattern not in DEFAULT_EXCLUDE:
+                excluded.append((os.path.normpath(path), pattern))
+
+    def warn(text):
+        if warnings is not None:
+            warnings.append(text)
 
     def problem(path, settings, reason):
         if problems is not None:
@@ -64,6 +100,10 @@ def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bo
                 raise UsageError(f"{p}: no such file or directory")
             settings = resolver.for_file(p)
             if force_exclude and _excluded_with_parents(p, settings):
+                warn(f"{p} is excluded by the configuration (--force-exclude): not checked")
+                continue
+            if os.path.isfile(p) and not is_lintable_name(p):
+                warn(f"{p} is not a Python file or notebook (.py, .pyi, .ipynb): not checked")
                 continue
             reason = _unfit(p)
             if reason:
@@ -72,7 +112,14 @@ def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bo
                 out.append((p, settings))
             continue
         if force_exclude and _excluded_with_parents(p, resolver.for_dir(p)):
+            warn(f"{p} is excluded by the configuration (--force-exclude): not checked")
             continue
+        top = resolver.for_dir(p)
+        ignore_rules: dict = {}
+        if top.respect_gitignore:
+            stop = top.root if top.config_file else None
+            ignore_rules[os.path.abspath(p)] = gitignore.ancestor_rules(p, stop) + \
+                gitignore.read_rules(os.path.abspath(p))
 
         def walk_error(e: OSError, p=p) -> None:
             where = e.filename or p
@@ -81,14 +128,29 @@ def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bo
 
         for root, dirs, files in os.walk(p, onerror=walk_error):
             settings = resolver.for_dir(root)
-            dirs[:] = sorted(d for d in dirs
-                             if not _is_venv(os.path.join(root, d))
-                             and not resolver.for_dir(os.path.join(root, d)).is_excluded(
-                                 os.path.join(root, d)))
+            rules = ignore_rules.pop(os.path.abspath(root), None)
+            kept = []
+            for d in sorted(dirs):
+                full = os.path.join(root, d)
+                if _is_venv(full):
+                    continue
+                if resolver.for_dir(full).is_excluded(full):
+                    note_excluded(full, resolver.for_dir(full))
+                    continue
+                if rules and gitignore.ignored(rules, os.path.abspath(full), True):
+                    continue
+                kept.append(d)
+                if rules is not None:
+                    ignore_rules[os.path.abspath(full)] = rules + \
+                        gitignore.read_rules(os.path.abspath(full))
+            dirs[:] = kept
             for f in sorted(files):
                 if f.endswith((".py", ".pyi", notebook.SUFFIX)):
                     path = os.path.normpath(os.path.join(root, f))
                     if settings.is_excluded(path):
+                        note_excluded(path, settings)
+                        continue
+                    if rules and gitignore.ignored(rules, os.path.abspath(path), False):
                         continue
                     reason = _unfit(path)
                     if reason is None:
@@ -462,6 +524,21 @@ def _emit(args, all_diags, sources, n_files, out=None) -> None:
         fixable = sum(1 for d in all_diags if d.fix and d.fix.applicability == "safe")
         out.write(summary_line(len(all_diags), n_files, 0 if args.fix else fixable,
                                len({d.path for d in all_diags})) + "\n")
+        excluded = getattr(args, "_excluded", None)
+        if excluded:
+            out.write(excluded_line(excluded) + "\n")
+
+
+def excluded_line(excluded: list) -> str:
+    """Which paths the configuration excluded (so that "All checks passed" at a repository's
+    root does not hide that ``examples/`` was never checked), as ruff tells of excluded
+    paths."""
+    shown = [os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p
+             for p, _ in excluded[:5]]
+    more = f", and {len(excluded) - 5} more" if len(excluded) > 5 else ""
+    n = len(excluded)
+    return (f"Not checked: {n} path{'s' if n != 1 else ''} excluded by the configuration "
+            f"({', '.join(shown)}{more}); name a path to check it, or see --show-settings.")
 
 
 def _exit_code(args, diags) -> int:
@@ -498,7 +575,15 @@ def _cmd_check(args) -> int:
         sys.stdout.write(show_settings(settings))
         return EXIT_OK
     problems: list = []
-    pairs = discover(paths, resolver, args.force_exclude, problems)
+    excluded: list = []
+    warnings: list = []
+    pairs = discover(paths, resolver, args.force_exclude, problems, excluded, warnings)
+    for w in warnings:
+        print(f"reflint: warning: {w}", file=sys.stderr)
+    if not pairs and not problems and not warnings:
+        print(f"reflint: warning: no Python files or notebooks found under "
+              f"{', '.join(paths)} (0 files checked)", file=sys.stderr)
+    args._excluded = excluded
     settings_of = {f: s for f, s in pairs}
     jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
     if jobs < 1:
@@ -833,7 +918,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--fix", action="store_true", help="apply safe fixes in place "
                    "(with '-': print the fixed source)")
     c.add_argument("--diff", action="store_true", help="print fixes as a diff; write nothing")
-    c.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    c.add_argument("--unsafe-fixes", action="store_true", default=None,
+                   help="also apply unsafe fixes (config: unsafe-fixes = true)")
+    c.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false",
+                   help="do not apply unsafe fixes, whatever the configuration says")
+    c.add_argument("--respect-gitignore", action="store_true", default=None,
+                   help="skip paths ignored by .gitignore files (the default)")
+    c.add_argument("--no-respect-gitignore", dest="respect_gitignore", action="store_false",
+                   help="walk into paths ignored by .gitignore files too")
     c.add_argument("--target-jax-version", help="JAX version the code runs on (default: "
                    "the lowest the project's JAX requirement allows, else the installed JAX, "
                    f"else {DEFAULT_TARGET_JAX_VERSION}; --show-settings says which)")

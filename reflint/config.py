@@ -27,7 +27,8 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 KNOWN_KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "exclude",
-              "extend-exclude", "target-jax-version", "max-file-size")
+              "extend-exclude", "target-jax-version", "max-file-size", "unsafe-fixes",
+              "respect-gitignore")
 CONFIG_NAME = "pyproject.toml"
 
 
@@ -45,9 +46,10 @@ class Overrides:
     target_jax_version: Optional[str] = None
     exclude: Optional[list] = None
     extend_exclude: Optional[list] = None
-    unsafe_fixes: bool = False
+    unsafe_fixes: Optional[bool] = None  # None: the configuration's (default false)
     report_unused_noqa: bool = False
     max_file_size: Optional[int] = None
+    respect_gitignore: Optional[bool] = None
 
 
 def _split(text: Optional[str]) -> Optional[list]:
@@ -96,7 +98,8 @@ def overrides_from_args(args) -> Overrides:
         target_jax_version=getattr(args, "target_jax_version", None),
         exclude=_split(getattr(args, "exclude", None)),
         extend_exclude=_split(getattr(args, "extend_exclude", None)),
-        unsafe_fixes=bool(getattr(args, "unsafe_fixes", False)),
+        unsafe_fixes=getattr(args, "unsafe_fixes", None),
+        respect_gitignore=getattr(args, "respect_gitignore", None),
         report_unused_noqa=bool(getattr(args, "report_unused_noqa", False)),
     )
 
@@ -190,6 +193,12 @@ def validate(table: dict, path: str) -> dict:
             (pattern, frozenset(_codes(path, f"per-file-ignores {pattern!r}", codes,
                                        include_opt_in=True)))
             for pattern, codes in pfi.items())
+    for key in ("unsafe-fixes", "respect-gitignore"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{path}: [tool.reflint] {key} must be true or false, got "
+                                  f"{table[key]!r}")
+            out[key] = table[key]
     if "max-file-size" in table:
         try:
             out["max-file-size"] = parse_size(table["max-file-size"])
@@ -243,7 +252,11 @@ def build_settings(table: Optional[dict], config_file: Optional[str], cli: Overr
         version, why = jaxversion.infer(start or root)
     return Settings(select=frozenset(select), target_jax_version=version,
                     target_jax_source=why,
-                    unsafe_fixes=cli.unsafe_fixes,
+                    unsafe_fixes=cli.unsafe_fixes if cli.unsafe_fixes is not None else
+                    table.get("unsafe-fixes", False),
+                    respect_gitignore=cli.respect_gitignore
+                    if cli.respect_gitignore is not None else
+                    table.get("respect-gitignore", True),
                     per_file_ignores=table.get("per-file-ignores", ()),
                     exclude=exclude, extend_exclude=extend_exclude, root=root,
                     config_file=config_file,
@@ -315,6 +328,7 @@ def show_settings(settings: Settings) -> str:
         "per-file-ignores = {" + ", ".join(f"{p!r}: [{', '.join(sorted(c))}]"
                                            for p, c in settings.per_file_ignores) + "}",
         f"unsafe-fixes = {str(settings.unsafe_fixes).lower()}",
+        f"respect-gitignore = {str(settings.respect_gitignore).lower()}",
         f"max-file-size = {settings.max_file_size}",
     ]
     return "\n".join(lines) + "\n"

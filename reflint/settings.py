@@ -55,6 +55,8 @@ class Settings:
     config_file: Optional[str] = None
     # Files larger than this many bytes are reported (REF904) and not read.
     max_file_size: int = 2_000_000
+    # Paths ignored by .gitignore files are not walked into (ruff's respect-gitignore).
+    respect_gitignore: bool = True
 
     def enabled(self, code: str) -> bool:
         return code in self.select
@@ -79,6 +81,11 @@ class Settings:
         if not ignored:
             return replace(self, per_file_ignores=())
         return replace(self, select=frozenset(self.select - ignored), per_file_ignores=())
+
+    def excluding_pattern(self, path: str) -> Optional[str]:
+        """The ``exclude``/``extend-exclude`` pattern that excludes ``path`` (or None)."""
+        return next((p for p in tuple(self.exclude) + tuple(self.extend_exclude)
+                     if path_matches(path, p, self.root, ancestors=False)), None)
 
     def is_excluded(self, path: str) -> bool:
         """Whether ``path`` itself (a file or directory, not its parents) matches ``exclude``
