@@ -21,15 +21,16 @@ from .config import ConfigError, Resolver, overrides_from_args, show_settings
 from .engine import FileResult, fix_source, lint_bytes
 from .engine import decode, is_candidate, is_skipped_file, lint_non_candidate, lint_source
 from .engine import INTERNAL_ERROR, internal_error, not_checked, parse_error
-from .output import (format_concise, format_github, format_json, format_sarif,
-                     format_statistics, format_text, summary_line, use_color)
+from .output import (format_concise, format_github, format_gitlab, format_json, format_junit,
+                     format_pylint, format_sarif, format_statistics, format_statistics_json,
+                     format_text, summary_line, use_color)
 from . import notebook
 from .rule import all_rules, rule_by_code
 from .settings import DEFAULT_EXCLUDE, DEFAULT_TARGET_JAX_VERSION, Settings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
-FORMATS = ["text", "concise", "json", "sarif", "github"]
+FORMATS = ["text", "concise", "json", "sarif", "github", "gitlab", "junit", "pylint"]
 SKIP_DIRS = frozenset(d for d in DEFAULT_EXCLUDE if "*" not in d)  # kept for compatibility
 
 
@@ -504,10 +505,27 @@ def _resolver(args) -> Resolver:
 
 
 def _emit(args, all_diags, sources, n_files, out=None) -> None:
+    if out is None and getattr(args, "output_file", None):
+        try:
+            with open(args.output_file, "w", encoding="utf-8") as fh:
+                return _emit(args, all_diags, sources, n_files, out=fh)
+        except OSError as e:
+            raise UsageError(f"--output-file {args.output_file}: {e.strerror or e}") from None
     out = out or sys.stdout
     fmt = args.format
-    if args.statistics:
+    if getattr(args, "fix_only", False):
+        _emit_fix_only(args, out)
+        return None
+    if args.statistics and fmt == "json":
+        out.write(format_statistics_json(all_diags))
+    elif args.statistics:
         out.write(format_statistics(all_diags))
+    elif fmt == "gitlab":
+        out.write(format_gitlab(all_diags))
+    elif fmt == "junit":
+        out.write(format_junit(all_diags, getattr(args, "_checked", None)))
+    elif fmt == "pylint":
+        out.write(format_pylint(all_diags))
     elif fmt == "json":
         out.write(format_json(all_diags))
     elif fmt == "concise":
@@ -517,7 +535,8 @@ def _emit(args, all_diags, sources, n_files, out=None) -> None:
     elif fmt == "github":
         out.write(format_github(all_diags))
     else:
-        text = format_text(all_diags, sources, color=use_color(out))
+        text = format_text(all_diags, sources, color=use_color(out),
+                           show_fixes=getattr(args, "show_fixes", False))
         if text:
             out.write(text + "\n")
     if fmt in ("text", "concise") and not args.quiet and not args.statistics:
@@ -527,6 +546,41 @@ def _emit(args, all_diags, sources, n_files, out=None) -> None:
         excluded = getattr(args, "_excluded", None)
         if excluded:
             out.write(excluded_line(excluded) + "\n")
+        if getattr(args, "show_fixes", False) and getattr(args, "_fixed", None):
+            out.write(fixed_report(args._fixed))
+    return None
+
+
+def fixed_report(fixed: dict) -> str:
+    """``--show-fixes`` after ``--fix``: the fixes applied, per file and code (as ruff)."""
+    from collections import Counter
+
+    total = sum(sum(c.values()) for c in fixed.values())
+    if not total:
+        return ""
+    names = {r.code: r.name for r in all_rules()}
+    lines = [f"\nFixed {total} error{'s' if total != 1 else ''}:"]
+    for path, counts in fixed.items():
+        if not counts:
+            continue
+        lines.append(f"- {path}:")
+        for code, n in sorted(Counter(counts).items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"    {n} \u00d7 {code} ({names.get(code, code)})")
+    return "\n".join(lines) + "\n"
+
+
+def _emit_fix_only(args, out) -> None:
+    """``--fix-only``: what was fixed, never the findings left."""
+    fixed = getattr(args, "_fixed", None) or {}
+    total = sum(sum(c.values()) for c in fixed.values())
+    if args.quiet:
+        return
+    if getattr(args, "show_fixes", False) and total:
+        out.write(fixed_report(fixed).lstrip("\n"))
+    elif total:
+        out.write(f"Fixed {total} error{'s' if total != 1 else ''}.\n")
+    else:
+        out.write("No errors fixed.\n")
 
 
 def excluded_line(excluded: list) -> str:
@@ -544,17 +598,26 @@ def excluded_line(excluded: list) -> str:
 def _exit_code(args, diags) -> int:
     """0 clean, 1 findings (REF900 and REF904 included), 2 when reflint itself failed on a
     file (REF903), even with ``--exit-zero``: a run that did not check everything it should
-    have must not pass silently."""
+    have must not pass silently. ``--fix-only`` exits 0 whatever is left, and
+    ``--exit-non-zero-on-fix`` 1 when something was fixed (as ruff)."""
     if any(d.code == INTERNAL_ERROR for d in diags):
         return EXIT_ERROR
-    if args.exit_zero:
+    fixed = getattr(args, "_fixed", None) or {}
+    if getattr(args, "exit_non_zero_on_fix", False) and \
+            any(sum(c.values()) for c in fixed.values()):
+        return EXIT_FINDINGS
+    if args.exit_zero or getattr(args, "fix_only", False):
         return EXIT_OK
     return EXIT_FINDINGS if diags else EXIT_OK
 
 
 def cmd_check(args) -> int:
+    if getattr(args, "fix_only", False):
+        args.fix = True
     if args.fix and args.diff:
         raise UsageError("--fix and --diff cannot be used together")
+    if getattr(args, "add_noqa", False) and (args.fix or args.diff):
+        raise UsageError("--add-noqa cannot be used with --fix, --fix-only or --diff")
     try:
         return _cmd_check(args)
     except ConfigError as e:
@@ -584,6 +647,8 @@ def _cmd_check(args) -> int:
         print(f"reflint: warning: no Python files or notebooks found under "
               f"{', '.join(paths)} (0 files checked)", file=sys.stderr)
     args._excluded = excluded
+    args._fixed = {}
+    args._checked = [f for f, _ in pairs]
     settings_of = {f: s for f, s in pairs}
     jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
     if jobs < 1:
@@ -615,6 +680,8 @@ def _cmd_check(args) -> int:
                         else:
                             fix_notes.append(f"{res.path}: fixed {outcome.fixed} "
                                              f"finding{'s' if outcome.fixed != 1 else ''}")
+                            args._fixed[res.path] = _fixed_codes(res.diagnostics,
+                                                                 outcome.remaining)
                             res = FileResult(res.path, outcome.remaining, outcome.source)
         all_diags.extend(res.diagnostics)
         if res.source is not None and res.diagnostics:
@@ -623,12 +690,33 @@ def _cmd_check(args) -> int:
         sys.stdout.write("".join(diff_text))
         for n in fix_notes:
             print(n, file=sys.stderr)
+        if not diff_text:
+            unsafe = sum(1 for d in all_diags if d.fix is not None and
+                         d.fix.applicability != "safe" and not
+                         (settings_of.get(d.path) or resolver.for_file(d.path)).unsafe_fixes)
+            if unsafe:
+                print(f"No safe fixes; {unsafe} unsafe fix{'es' if unsafe != 1 else ''} "
+                      f"available: --diff --unsafe-fixes shows "
+                      f"{'them' if unsafe != 1 else 'it'}.", file=sys.stderr)
         return EXIT_FINDINGS if diff_text and not args.exit_zero else EXIT_OK
+    if getattr(args, "add_noqa", False):
+        from .addnoqa import add_noqa
+
+        return add_noqa(results, all_diags, roots)
     _emit(args, all_diags, sources, len(pairs) + len(problems))
     if not args.quiet:
         for n in fix_notes:
             print(n, file=sys.stderr)
     return _exit_code(args, all_diags)
+
+
+def _fixed_codes(before: list, after: list) -> dict:
+    """code -> how many of its findings the fixes removed."""
+    from collections import Counter
+
+    c = Counter(d.code for d in before)
+    c.subtract(Counter(d.code for d in after))
+    return {k: v for k, v in c.items() if v > 0}
 
 
 def _frame_source(res: FileResult):
@@ -664,6 +752,8 @@ def _notebook_fix(args, res: FileResult, settings, roots, fix_notes, diff_text) 
         return res
     fix_notes.append(f"{res.path}: fixed {outcome.fixed} finding"
                      f"{'s' if outcome.fixed != 1 else ''}")
+    if isinstance(getattr(args, "_fixed", None), dict):
+        args._fixed[res.path] = _fixed_codes(res.diagnostics, outcome.remaining)
     return FileResult(res.path, outcome.remaining, new_text)
 
 
@@ -837,6 +927,15 @@ def _write_fixed(path: str, text: str, roots: Optional[list] = None) -> Optional
 
 
 def cmd_rule(args) -> int:
+    if getattr(args, "all", False):
+        from .docs import META_DOCS, render_meta, render_rule
+
+        parts = [render_rule(r) for r in all_rules()]
+        parts += [render_meta(c) for c in sorted(META_DOCS)]
+        sys.stdout.write("\n".join(p.rstrip("\n") + "\n" for p in parts))
+        return EXIT_OK
+    if not args.code:
+        raise UsageError("reflint rule: give a code or name (reflint rule REF001), or --all")
     code = args.code.strip()
     rule = rule_by_code(code) or rule_by_code(code.upper())
     if rule is not None:
@@ -913,11 +1012,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="apply exclusions also to paths named on the command line")
     c.add_argument("--show-settings", action="store_true",
                    help="print the resolved settings (for the first path) and exit")
-    c.add_argument("--format", choices=FORMATS, default="text")
+    c.add_argument("--format", "--output-format", dest="format", choices=FORMATS,
+                   default="text", help="output format (default: text)")
+    c.add_argument("--output-file", "-o", metavar="PATH",
+                   help="write the report to this file instead of standard output")
     c.add_argument("--statistics", action="store_true", help="print counts per code")
     c.add_argument("--fix", action="store_true", help="apply safe fixes in place "
                    "(with '-': print the fixed source)")
     c.add_argument("--diff", action="store_true", help="print fixes as a diff; write nothing")
+    c.add_argument("--fix-only", action="store_true", help="apply fixes, report only what "
+                   "was fixed, and exit 0 (findings left are not reported)")
+    c.add_argument("--show-fixes", action="store_true", help="show each fix in the text "
+                   "output, and after --fix the fixes applied per file and code")
+    c.add_argument("--exit-non-zero-on-fix", action="store_true",
+                   help="exit 1 when a fix was applied, even if no finding is left")
+    c.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` comments "
+                   "to the lines with findings (suppressing them), then exit 0")
     c.add_argument("--unsafe-fixes", action="store_true", default=None,
                    help="also apply unsafe fixes (config: unsafe-fixes = true)")
     c.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false",
@@ -943,7 +1053,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--quiet", "-q", action="store_true", help="no summary line")
 
     r = sub.add_parser("rule", help="explain a rule")
-    r.add_argument("code", help="a code (REF001) or name (ref-returned)")
+    r.add_argument("code", nargs="?", help="a code (REF001) or name (ref-returned)")
+    r.add_argument("--all", action="store_true", help="explain every rule")
     rs = sub.add_parser("rules", help="list the rules")
     rs.add_argument("--format", choices=["text", "json"], default="text")
 
@@ -963,8 +1074,20 @@ def cmd_server(argv: list) -> int:
     return server_main(argv)
 
 
+def _safe_streams() -> None:
+    """Text that the terminal's encoding cannot show (PYTHONIOENCODING=ascii, a C locale) is
+    written escaped (``\\u2014``) instead of ending the run with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if (getattr(stream, "encoding", "") or "").lower().replace("-", "") != "utf8":
+                stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass
+
+
 def main(argv: Optional[list] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _safe_streams()
     parser = build_parser()
     rest: list = []
     if argv and argv[0] == "run":

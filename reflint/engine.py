@@ -691,6 +691,10 @@ def apply_noqa(diags: list, source: str, settings: Optional[Settings] = None,
 
     With ``settings``, also report unknown REF codes in suppressions (REF901) and, when
     REF902 is selected, REF suppressions that suppress nothing."""
+    if diags and _NOQA_HINT.search(source):
+        from . import filenoqa  # `# reflint: noqa: REF007` / `# flake8: noqa: ...` file-wide
+
+        diags = filenoqa.apply(diags, source)
     if not diags and not _REF_NOQA_HINT.search(source):
         return diags  # nothing to suppress, and no REF code a REF901/REF902 could be about
     comments = noqa_comments(source)
