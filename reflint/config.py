@@ -281,14 +281,14 @@ class Resolver:
                              start: Optional[str] = None) -> Settings:
         """The settings of ``config_file``; without one, those of the project around
         ``start`` (its declared JAX requirement sets the target version)."""
-        key = config_file
-        if config_file is not None:
-            start = None  # inferred for the configuration's directory
-        elif start is not None and not self.cli.target_jax_version:
+        # The project's declared JAX requirement is looked up from the directory itself (the
+        # nearest pyproject.toml or requirements*.txt, which need not hold [tool.reflint]).
+        found = None
+        if start is not None and not self.cli.target_jax_version:
             found = jaxversion.declared(start)
-            key = (None, found)
-            if found is None:
-                start = None  # same answer everywhere: the environment's, or the default
+        if found is None:
+            start = None  # the same answer for every directory of this configuration
+        key = (config_file, found)
         s = self._by_config.get(key)
         if s is None:
             table = None

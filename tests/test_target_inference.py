@@ -154,3 +154,15 @@ def test_opt_out_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("REFLINT_NO_INFER_TARGET", "1")
     s = Resolver().for_dir(str(tmp_path))
     assert s.target_jax_version == parse_version(DEFAULT_TARGET_JAX_VERSION)
+
+
+def test_nearest_project_declaration_under_a_configured_root(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.reflint]\nextend-exclude = ["x"]\n')
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "pyproject.toml").write_text('[project]\nname = "s"\ndependencies = ["jax==0.9.0"]\n')
+    r = Resolver()
+    s = r.for_dir(str(sub))
+    assert s.target_jax_version == (0, 9, 0)
+    assert s.config_file == str(tmp_path / "pyproject.toml")  # still the root's settings
+    assert s.extend_exclude == ("x",)
