@@ -618,10 +618,70 @@ def cmd_check(args) -> int:
         raise UsageError("--fix and --diff cannot be used together")
     if getattr(args, "add_noqa", False) and (args.fix or args.diff):
         raise UsageError("--add-noqa cannot be used with --fix, --fix-only or --diff")
+    if getattr(args, "watch", False):
+        if "-" in (args.paths or []) or args.fix or args.diff or \
+                getattr(args, "add_noqa", False):
+            raise UsageError("--watch cannot be used with '-', --fix, --diff or --add-noqa")
+        return watch(args)
     try:
         return _cmd_check(args)
     except ConfigError as e:
         raise UsageError(str(e)) from None
+
+
+WATCH_INTERVAL_S = 0.5
+
+
+def _snapshot(paths: list) -> dict:
+    """(mtime, size) of every lintable file and configuration under ``paths`` (and the
+    pyproject.toml files above them)."""
+    out = {}
+    for p in paths:
+        for root, dirs, files in os.walk(p) if os.path.isdir(p) else [("", [], [p])]:
+            dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
+            for f in files:
+                if f.endswith((".py", ".pyi", notebook.SUFFIX, ".toml", ".gitignore")) or \
+                        not root:
+                    full = os.path.join(root, f)
+                    try:
+                        st = os.stat(full)
+                    except OSError:
+                        continue
+                    out[full] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def watch(args, rounds: Optional[int] = None) -> int:
+    """``--watch``: check, then check again whenever a file under the paths changes (as
+    ruff's ``--watch``); Ctrl-C ends it (exit 0). ``rounds`` bounds the checks (tests)."""
+    import time
+
+    paths = args.paths or ["."]
+    args.watch = False
+    before = None
+    done = 0
+    try:
+        while rounds is None or done < rounds:
+            now = _snapshot(paths)
+            if now != before:
+                before = now
+                if sys.stdout.isatty():
+                    sys.stdout.write("\x1b[2J\x1b[H")
+                stamp = time.strftime("%H:%M:%S")
+                print(f"[{stamp}] {'Starting' if not done else 'File change detected'}: "
+                      f"checking {', '.join(paths)} ...", file=sys.stderr)
+                try:
+                    _cmd_check(args)
+                except (UsageError, ConfigError) as e:
+                    print(f"reflint: error: {e}", file=sys.stderr)
+                sys.stdout.flush()
+                done += 1
+                print(f"[{time.strftime('%H:%M:%S')}] Watching for file changes "
+                      f"(Ctrl-C to stop).", file=sys.stderr)
+            time.sleep(WATCH_INTERVAL_S)
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
 
 
 def _cmd_check(args) -> int:
@@ -1050,6 +1110,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--cache-dir", help="cache folder (default: .reflint_cache at the project "
                    "root, or $REFLINT_CACHE_DIR)")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    c.add_argument("--watch", "-w", action="store_true", help="check again whenever a file "
+                   "changes (Ctrl-C to stop)")
     c.add_argument("--quiet", "-q", action="store_true", help="no summary line")
 
     r = sub.add_parser("rule", help="explain a rule")

@@ -198,3 +198,25 @@ def test_ascii_terminal_does_not_crash(tmp_path):
     assert r.returncode == 1, r.stderr
     assert b"Traceback" not in r.stderr
     assert b"\\u2014 \\u65e5" in r.stdout
+
+
+def test_watch_checks_again_when_a_file_changes(tmp_path, capsys, monkeypatch):
+    from reflint import cli
+
+    p = tmp_path / "a.py"
+    p.write_text("x = 1\n")
+    args = cli.build_parser().parse_args(["check", "--no-cache", "--watch",
+                                          "--format", "concise", str(tmp_path)])
+    sleeps = []
+
+    def fake_sleep(_):
+        sleeps.append(1)
+        if len(sleeps) == 1:
+            p.write_text(BAD)  # an edit while watching
+
+    monkeypatch.setattr("time.sleep", fake_sleep)
+    assert cli.watch(args, rounds=2) == 0
+    out = capsys.readouterr()
+    assert out.out.count("REF007") == 2 and "All checks passed" in out.out
+    assert "File change detected" in out.err
+    assert main(["check", "--watch", "--fix", str(tmp_path)]) == 2
