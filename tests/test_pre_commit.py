@@ -117,6 +117,7 @@ def test_manifest_is_valid():
     assert all("python" in h["types_or"] for h in hooks.values())
 
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_hook_fails_on_bad_file_and_passes_on_good(runs):
     r = runs["bad"]
     out = r.stdout + r.stderr

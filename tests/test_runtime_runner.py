@@ -153,6 +153,7 @@ def test_results_identical_with_checks_on_and_off():
 
 # ---------------------------------------------------------------- pytest plugin
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_pytest_plugin_fixture_and_option(tmp_path):
     (tmp_path / "test_x.py").write_text(textwrap.dedent("""
         import jax, pytest
