@@ -65,7 +65,9 @@ class OutputRefRebound(Rule):
     The fix writes the value into the ref, `o_ref = v` → `o_ref[...] = v`. It is offered, as
     safe, only when the name is not read after the assignment (nor anywhere in a loop around
     it): then the rebinding had no other effect, and the original output was never written.
-    When the name is read afterwards (as the Array it was rebound to), no fix is offered.
+    When the name is read afterwards (as the Array it was rebound to), or bound by another
+    statement of the kernel (the value written could read that Array: `o_ref = o_ref * 2`
+    after `o_ref = x_ref[...] + 1`), no fix is offered.
 
     ## Known limits
     Only `pl.pallas_call` kernels whose launch the analysis sees are checked, with positional
@@ -114,7 +116,8 @@ class OutputRefRebound(Rule):
                     continue
                 name = target.value
                 fix = None
-                if not _read_after(analysis, info, stmt, name):
+                if not _read_after(analysis, info, stmt, name) and \
+                        not _bound_elsewhere(info, stmt, name):
                     fix = _write_fix(target)
                 yield Finding(
                     target,
@@ -173,6 +176,28 @@ def _read_after(analysis, info, stmt, name: str) -> bool:
             lpos = analysis.position(loop)
             if lpos and (lpos[0], lpos[1]) <= (npos[0], npos[1]) <= (lpos[2], lpos[3]):
                 return True
+    return False
+
+
+def _bound_elsewhere(info, stmt, name: str) -> bool:
+    """Whether ``name`` is bound in the kernel by another statement than ``stmt``: then the
+    value written may read the rebound Array (`o_ref = x + 1; o_ref = o_ref * 2`), which the
+    fix would turn into a write reading the ref itself."""
+    for node in _analysis.walk_nodes([info.node.body]):
+        if node is stmt:
+            continue
+        targets = []
+        t = type(node)
+        if t is cst.Assign:
+            targets = [tg.target for tg in node.targets]
+        elif t in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr):
+            targets = [node.target]
+        elif t is cst.AsName:
+            targets = [node.name]
+        for tg in targets:
+            for n in _analysis.walk_nodes([tg]):
+                if type(n) is cst.Name and n.value == name:
+                    return True
     return False
 
 

@@ -375,6 +375,7 @@ def _installed_sample():
             if engine.is_candidate(source, ALL)][::5]
 
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_gate_covers_the_analysis_on_installed_jax():
     sample = _installed_sample()
     assert len(sample) >= 50
@@ -440,6 +441,7 @@ def programs(draw):
 @settings(max_examples=int(os.environ.get("REFLINT_EXAMPLES", "1000")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_generated_programs_same_findings_with_gate_on_and_off(source):
     try:
         compile(source, "gen.py", "exec")

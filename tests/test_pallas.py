@@ -30,6 +30,7 @@ def codes(source, settings=ALL):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_planted_bugs_in_the_installed_pallas_kernels():
     files = pallas_planted.installed_kernel_files()
     assert len(files) >= 20, files

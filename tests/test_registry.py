@@ -207,6 +207,7 @@ def test_the_differential_test_covers_enough_programs():
 
 
 @pytest.mark.parametrize("entry", api.APIS, ids=[a.name for a in api.APIS])
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_generated_programs_same_findings_with_prefilter_on_and_off(entry):
     checked = 0
     for source in generated_programs(entry, PER_ENTRY):
