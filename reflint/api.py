@@ -287,6 +287,11 @@ class Family(enum.Enum):
     NNX = "Flax NNX"
     ARRAY = "array function"  # an array function with meaning for the analysis
     GRAD_ENTRY = "with_refs entry"  # jax.ad.GradValue() / DontWant(): what a VJP gives back
+    # A decorator or base class that makes a class's instances records of named fields
+    # (dataclasses, NamedTuple, flax.struct, register_dataclass ...): `record` says how they
+    # are built (reflint/analysis/objects.py).
+    RECORD = "record class"
+    TREE = "pytree utility"  # jax.tree.map / leaves / flatten / unflatten: `tree_op`
 
 
 class Result(enum.Enum):
@@ -387,6 +392,13 @@ class Api:
     # Control flow: arguments that must be Arrays (a predicate, an index, loop bounds): a ref
     # there is REF007 (JAX: "Attempting to pass a Ref ... did you forget to unpack").
     array_args: tuple = ()
+    # RECORD: "dataclass" (fields are the annotated class attributes, given by position or
+    # keyword), "namedtuple" (the same, and the instance is a tuple of them), "pytree" (a
+    # registered class built by its own __init__).
+    record: str = ""
+    # TREE: "map" (calls its function on the leaves of its tree arguments; the result is a
+    # tree of what the function returns), "leaves", "flatten", "unflatten".
+    tree_op: str = ""
 
 
 def _lax(name: str) -> tuple:
@@ -650,6 +662,30 @@ APIS: tuple = (
                                "flax.nnx.transforms.autodiff.value_and_grad"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_VALUE_AND_GRAD, argnums=True,
         ref_argument_error=_ref_argument_error("grad")),
+    # -- records and pytrees (reflint/analysis/objects.py) ----------------------------------------
+    Api("dataclass", ("dataclasses.dataclass", "flax.struct.dataclass",
+                      "jax.tree_util.register_dataclass", "chex.dataclass",
+                      "chex.mappable_dataclass", "flax.struct.PyTreeNode",
+                      "jax._src.tree_util.register_dataclass"),
+        Family.RECORD, record="dataclass"),
+    Api("NamedTuple", ("typing.NamedTuple", "typing_extensions.NamedTuple"), Family.RECORD,
+        record="namedtuple"),
+    Api("register_pytree_node_class", ("jax.tree_util.register_pytree_node_class",
+                                       "jax._src.tree_util.register_pytree_node_class",
+                                       "jax.tree_util.register_pytree_with_keys_class"),
+        Family.RECORD, record="pytree"),
+    Api("tree_map", ("jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
+                     "jax._src.tree_util.tree_map"),
+        Family.TREE, tree_op="map"),
+    Api("tree_leaves", ("jax.tree.leaves", "jax.tree_util.tree_leaves", "jax.tree_leaves",
+                        "jax._src.tree_util.tree_leaves"),
+        Family.TREE, tree_op="leaves"),
+    Api("tree_flatten", ("jax.tree.flatten", "jax.tree_util.tree_flatten", "jax.tree_flatten",
+                         "jax._src.tree_util.tree_flatten"),
+        Family.TREE, tree_op="flatten"),
+    Api("tree_unflatten", ("jax.tree.unflatten", "jax.tree_util.tree_unflatten",
+                           "jax.tree_unflatten", "jax._src.tree_util.tree_unflatten"),
+        Family.TREE, tree_op="unflatten"),
     Api("nnx_remat", ("flax.nnx.remat", "flax.nnx.transforms.autodiff.remat"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_REMAT,
         word="a checkpointed (nnx.remat) function"),

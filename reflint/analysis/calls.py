@@ -16,6 +16,7 @@ from ..values import (
     InstanceVal,
     NamespaceVal,
     NnxVal,
+    ObjVal,
     OneOf,
     RefSeqVal,
     RefVal,
@@ -123,6 +124,8 @@ class CallsMixin:
                     return SpecialVal("launcher", target, node, a.name, dict(fv.kwargs))
             return None
         if isinstance(fv, ClassVal):
+            if not (fv.cls.nnx and self._refs_mode):
+                return self._construct(node, fv.cls, args, state)
             init = fv.cls.methods.get("__init__")
             inst = InstanceVal(fv.cls, node)
             if init is not None:
@@ -136,6 +139,9 @@ class CallsMixin:
             return inst
         if isinstance(fv, SpecialVal):
             return self._call_special(node, fv, args, state)
+        if isinstance(fv, ObjVal) or isinstance(fv, RefVal) and fv.tree == "module" and \
+                fv.cls is not None:
+            return self._call_object(node, fv, args, state)
         return None
 
     def _call_alternative(self, node: cst.Call, fv: Value, args: list, state: _State):
@@ -157,6 +163,8 @@ class CallsMixin:
         return None
 
     def _call_qn(self, node: cst.Call, qn: str, args: list, state: _State) -> Optional[Value]:
+        if qn == "builtins.super" and not args:
+            return self._super(state)
         if qn in api.NAMESPACE_CONSTRUCTORS:
             if any(arg.star for arg, _ in args):
                 return None
@@ -192,6 +200,14 @@ class CallsMixin:
             return ref
         if fam is F.NNX:
             return self._call_nnx(node, a, args)
+        if fam is F.RECORD:
+            if a.record == "replace":  # dataclasses.replace(obj, **changes)
+                first = _first_positional(args)
+                return self._obj_replace(node, first, args[1:]) \
+                    if isinstance(first, ObjVal) else None
+            return self._register_record(a, qn, args)
+        if fam is F.TREE:
+            return self._call_tree(node, a, args, state)
         if fam is F.FREEZE:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):
@@ -530,6 +546,10 @@ class CallsMixin:
             if isinstance(rule, FuncVal):
                 self._add_role(rule.info, api.Role.CUSTOM_JVP_RULE, node)
             return None
+        if fv.kind == "obj_replace":  # nt._replace(mu=x), state.replace(mu=x)
+            return self._obj_replace(node, fv.target, args)
+        if fv.kind == "dict_view":  # d.values(), d.items()
+            return self._call_dict_view(fv)
         if fv.kind == "ref_view":  # x_ref.reshape(...), .bitcast(...), .transpose(...)
             attr = node.func.attr.value if isinstance(node.func, cst.Attribute) else "view"
             return as_view(fv.target, f".{attr}(...)")
@@ -604,6 +624,8 @@ class CallsMixin:
                 return self._result_of(fv)
         keywords = {a.keyword.value: (a, v, a.value) for a, v in args if a.keyword is not None}
         self._bind_call(node, fv, positional, keywords, "traced" if fv.transforms else "plain")
+        if fv.self_value is not None:
+            return self._method_result(fv, self._result_of(fv))
         return self._result_of(fv)
 
     def _record_unbindable(self, node, fv: FuncVal, args) -> None:
@@ -631,8 +653,9 @@ class CallsMixin:
         ``mode``: 'traced' records a TracedCall, 'plain' a PlainCall, 'none' nothing."""
         info = fv.info
         params = list(info.params)
+        receiver = None
         if fv.self_value is not None and params and params[0].kind in ("pos", "posonly"):
-            params = params[1:]
+            receiver, params = params[0], params[1:]
         # functools.partial: bound positionals consume the first parameters.
         bound_pos = list(fv.bound_args)
         pos_params = [p for p in params if p.kind in ("pos", "posonly")]
@@ -658,6 +681,10 @@ class CallsMixin:
             if p.name not in bindings and p.name in info.defaults and \
                     p.name not in fv.bound_kwargs:
                 bindings[p.name] = Binding(p.name, info.defaults[p.name], None)
+        if receiver is not None and is_interesting(fv.self_value) and \
+                "classmethod" not in info.decorator_kinds:
+            # A method called on an object holding refs: `self` is bound to it (objects.py).
+            bindings[receiver.name] = Binding(receiver.name, fv.self_value, None)
         # Seeds for the callee: parameters that receive refs.
         for name, b in bindings.items():
             if b.param is not None and is_interesting(b.value):

@@ -18,6 +18,7 @@ from ..values import (
     InstanceVal,
     NamespaceVal,
     NnxVal,
+    ObjVal,
     OneOf,
     RefPoolVal,
     RefSeqVal,
@@ -79,6 +80,13 @@ class ExpressionsMixin:
                 if base.cls is None:
                     return None
                 value = tree_attribute(base, attr, self._class_attrs(base.cls, attr))
+                if value is None and base.tree == "module":
+                    m = base.cls.method(attr)
+                    if m is not None and "property" not in m.info.decorator_kinds and \
+                            "staticmethod" not in m.info.decorator_kinds:
+                        # `model.update(x)`: the method, bound to the module (objects.py).
+                        return FuncVal(m.info, m.transforms, m.bound_args, m.bound_kwargs,
+                                       base, m.bound_kw_values)
                 if value is not None and isinstance(node.value, cst.Name) and \
                         node.value.value not in state.env:
                     # `model.bias` read through a closed-over `model`: a closed-over ref.
@@ -136,6 +144,8 @@ class ExpressionsMixin:
                 return item
             if isinstance(base, SpecialVal) and base.kind == "ref_at":
                 return as_view(base.target, ".at[...]")
+            if isinstance(base, ObjVal) and base.seq:  # a NamedTuple: a tuple of its fields
+                base = base.as_seq()
             if isinstance(base, (SeqVal, DictVal)):
                 key = _const_index(node)
                 if key is not None:
@@ -178,6 +188,14 @@ class ExpressionsMixin:
             lv = self._eval(node.left, state)
             rv = self._eval(node.right, state)
             op = _op_text(node.operator)
+            if op == "+" and (isinstance(lv, SeqVal) or isinstance(rv, SeqVal) or
+                              type(node.left) in (cst.Tuple, cst.List) or
+                              type(node.right) in (cst.Tuple, cst.List)):
+                # Concatenating tuples (`(buf,) + scratches`): the other operand is a
+                # container too, never a ref (a Pallas parameter may be either).
+                if isinstance(lv, SeqVal) and isinstance(rv, SeqVal) and lv.kind == rv.kind:
+                    return SeqVal(lv.items + rv.items, lv.kind)
+                return None
             if isinstance(lv, RefVal):
                 self._ref_use("binop", node.left, lv, node, op)
             if isinstance(rv, RefVal):
@@ -296,6 +314,12 @@ class ExpressionsMixin:
         return cls.attrs if attr in cls.attrs else self._new_attrs.get(id(cls), {})
 
     def _attribute_value(self, base, attr: str) -> Optional[Value]:
+        if isinstance(base, ObjVal):
+            return self._obj_attribute(base, attr)
+        if isinstance(base, DictVal):
+            return self._dict_view(base, attr)
+        if isinstance(base, SpecialVal) and base.kind == "super":
+            return self._super_attribute(base, attr)
         if isinstance(base, InstanceVal):
             cls = base.cls
             m = cls.method(attr)

@@ -14,6 +14,7 @@ from ..values import (
     FuncVal,
     InstanceVal,
     NamespaceVal,
+    ObjVal,
     OneOf,
     RefSeqVal,
     RefVal,
@@ -432,6 +433,7 @@ class StatementsMixin:
             elif isinstance(bv, ClassVal):
                 cls.nnx = cls.nnx or bv.cls.nnx
         cls.bases = [b.cls for b in bases if isinstance(b, ClassVal) and b.cls is not cls]
+        self._class_record(cls, node)
         saved = (self._current_class, self._class_parent)
         self._current_class, self._class_parent = cls, self._func
         class_state = _State(dict(state.env), dict(state.frozen))
@@ -534,6 +536,8 @@ class StatementsMixin:
             self._bind_name(target.value, value, state)
         elif t in (cst.Tuple, cst.List):
             elements = target.elements
+            if isinstance(value, ObjVal) and value.seq:  # `mu, nu = opt_state`
+                value = value.as_seq()
             starred = any(isinstance(e, cst.StarredElement) for e in elements)
             items = value.items if isinstance(value, SeqVal) and not starred and \
                 len(value.items) == len(elements) else None
@@ -567,6 +571,8 @@ class StatementsMixin:
             if isinstance(base, NamespaceVal):
                 d = base.attrs
                 d[attr] = join(d[attr], value) if attr in d else value
+            if isinstance(base, ObjVal):
+                self._obj_set_attribute(base, attr, value)
             if isinstance(base, InstanceVal):
                 d = self._new_attrs.setdefault(id(base.cls), {})
                 if isinstance(value, RefVal) and not value.name:
