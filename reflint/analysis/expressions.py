@@ -324,6 +324,9 @@ class ExpressionsMixin:
             cls = base.cls
             m = cls.method(attr)
             if m is not None:
+                if "property" in m.info.decorator_kinds:
+                    value = m.info.return_value
+                    return value if isinstance(value, (RefVal, ObjVal)) else None
                 if "staticmethod" in m.info.decorator_kinds:
                     return m  # `self.step` of a staticmethod: no receiver is bound
                 return FuncVal(m.info, m.transforms, m.bound_args, m.bound_kwargs, base,

@@ -353,6 +353,10 @@ class StatementsMixin:
             info.def_env = {k: env[k] for k in rebound if k in env}
         if cls is not None and isinstance(value, FuncVal) and value.info is info:
             cls.methods[node.name.value] = value
+        elif cls is not None and kinds == ["property"]:
+            # `@property def flags(self)`: read as an attribute, it is what the method
+            # returns (objects.py); the name itself is bound to nothing.
+            cls.methods[node.name.value] = FuncVal(info)
         self._bind_name(node.name.value, value, state)
 
     _current_class: Optional[ClassInfo] = None
