@@ -309,6 +309,7 @@ class Result(enum.Enum):
     NNX_WITH_VARS = "a copy with refs or arrays, as its ref= keyword says"  # nnx.with_vars
     NNX_SPLIT = "(graphdef, state, ...): the states hold refs when the object does"
     NNX_MERGE = "an NNX object holding refs when a state does"
+    NNX_STATE = "the object's state: it holds refs when the object does"
     REF_SWITCH = "refs on or off for NNX objects created after it, or inside it as a context"
     FUNCTION = "a transformed function"
     LAUNCHER = "a callable that runs the kernel on its operands"
@@ -399,6 +400,12 @@ class Api:
     # TREE: "map" (calls its function on the leaves of its tree arguments; the result is a
     # tree of what the function returns), "leaves", "flatten", "unflatten".
     tree_op: str = ""
+    # NNX_OBJECT (a Flax layer): calling it (``"__call__"``) or its method of that name writes
+    # its own Variables with values computed from the call's arguments (BatchNorm's batch
+    # statistics in training, Optimizer.update's state), unless one of ``write_unless`` is a
+    # literal True at construction or at the call (``use_running_average=True``).
+    call_writes: str = ""
+    write_unless: tuple = ()
 
 
 def _lax(name: str) -> tuple:
@@ -641,11 +648,26 @@ APIS: tuple = (
                        "flax.nnx.pytreelib.Pytree", "flax.nnx.Object", "flax.nnx.object.Object"),
         Family.NNX, Result.NNX_OBJECT, word="a Module"),
     Api("nnx_layer", tuple(f"flax.nnx.{n}" for n in (
-        "Linear", "LinearGeneral", "Einsum", "Conv", "ConvTranspose", "Embed", "BatchNorm",
+        "Linear", "LinearGeneral", "Einsum", "Conv", "ConvTranspose", "Embed",
         "LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm", "MultiHeadAttention", "LoRA",
-        "LoRALinear", "Rngs", "RngStream", "Optimizer", "ModelAndOptimizer", "LSTMCell",
+        "LoRALinear", "Rngs", "RngStream", "LSTMCell", "Dropout", "Sequential", "List", "Dict",
         "GRUCell", "SimpleCell", "OptimizedLSTMCell")),
         Family.NNX, Result.NNX_OBJECT, word="a Module"),
+    # Measured on flax 0.12.8 + JAX 0.10.2 (docs/flax-nnx.md): in training a BatchNorm call
+    # writes its batch statistics (under jax.vmap of a closure: JAX's set/swap error; under
+    # jax.grad: the differentiated-value error), `Optimizer.update` its state and the model's
+    # parameters. (Dropout's and Rngs' counters fail with Flax's TraceContextError instead:
+    # not modelled.)
+    Api("nnx_batch_norm", ("flax.nnx.BatchNorm", "flax.nnx.nn.normalization.BatchNorm"),
+        Family.NNX, Result.NNX_OBJECT, word="a Module", call_writes="__call__",
+        write_unless=("use_running_average",)),
+    Api("nnx_optimizer", ("flax.nnx.Optimizer", "flax.nnx.ModelAndOptimizer",
+                          "flax.nnx.training.optimizer.Optimizer"),
+        Family.NNX, Result.NNX_OBJECT, word="a Module", call_writes="update"),
+    # nnx.state(obj, *filters): the object's state; it holds refs when the object does.
+    Api("nnx_state", ("flax.nnx.state", "flax.nnx.graphlib.state", "flax.nnx.variables",
+                      "flax.nnx.graphlib.variables"),
+        Family.NNX, Result.NNX_STATE),
     # Flax NNX transforms: measured semantics in ROLES (Role.NNX_*).
     Api("nnx_jit", ("flax.nnx.jit", "flax.nnx.transforms.compilation.jit"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_JIT, checks_closure=True,

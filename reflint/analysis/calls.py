@@ -142,6 +142,8 @@ class CallsMixin:
         if isinstance(fv, ObjVal) or isinstance(fv, RefVal) and fv.tree == "module" and \
                 fv.cls is not None:
             return self._call_object(node, fv, args, state)
+        if isinstance(fv, RefVal) and fv.tree == "module":
+            self._layer_writes(node, fv, "__call__", args)
         return None
 
     def _call_alternative(self, node: cst.Call, fv: Value, args: list, state: _State):
@@ -324,6 +326,8 @@ class CallsMixin:
                                   scope=self._func, tree="state")
                            for i in range(max(1, len(pos) - 1)))
             return SeqVal((None,) + states)
+        if a.result is R.NNX_STATE:
+            return tree("state") if isinstance(first, RefVal) and first.tree else None
         if a.result is R.NNX_MERGE:
             if any(isinstance(v, RefVal) and v.tree for _, v in pos[1:]):
                 return tree("module")
@@ -338,7 +342,14 @@ class CallsMixin:
                     if not on:
                         return NnxVal("variable", node, arrays=True)
             kind = "variable" if a.ref_keywords else "module"
-            return tree(kind, explicit=explicit) if on else NnxVal(kind, node)
+            if not on:
+                return NnxVal(kind, node)
+            out = tree(kind, explicit=explicit)
+            if a.call_writes:
+                # A Flax layer that writes its Variables when called (objects.py).
+                out.kwargs = {"api": a.name, **{k: kw[k][0].value for k in a.write_unless
+                                                 if k in kw}}
+            return out
         return None
 
     def _note_refs_mode(self, info: FunctionInfo, on: bool) -> None:
@@ -545,6 +556,9 @@ class CallsMixin:
             rule = _first_positional(args)
             if isinstance(rule, FuncVal):
                 self._add_role(rule.info, api.Role.CUSTOM_JVP_RULE, node)
+            return None
+        if fv.kind == "layer_method":  # opt.update(model, grads)
+            self._layer_writes(node, fv.target, fv.api_name, args)
             return None
         if fv.kind == "obj_replace":  # nt._replace(mu=x), state.replace(mu=x)
             return self._obj_replace(node, fv.target, args)

@@ -78,7 +78,7 @@ class ExpressionsMixin:
             if isinstance(base, RefVal) and base.tree:
                 # An NNX object holding refs: its Variables and sub-modules hold refs too.
                 if base.cls is None:
-                    return None
+                    return self._layer_method(base, attr)
                 value = tree_attribute(base, attr, self._class_attrs(base.cls, attr))
                 if value is None and base.tree == "module":
                     m = base.cls.method(attr)

@@ -465,6 +465,35 @@ class ObjectsMixin:
             return SeqVal(leaves.items, "tuple") if isinstance(leaves, SeqVal) else None
         return None
 
+    # -- Flax layers that write when called (api.Api.call_writes) ------------------------------
+
+    def _layer_method(self, base: RefVal, attr: str) -> Optional[Value]:
+        """``opt.update`` of a Flax layer whose method of that name writes it."""
+        a = api.API.get(base.kwargs.get("api", ""))
+        if a is not None and a.call_writes == attr and attr != "__call__":
+            return SpecialVal("layer_method", base, None, attr)
+        return None
+
+    def _layer_writes(self, node: cst.Call, layer: RefVal, method: str, args: list) -> None:
+        """Calling a Flax layer holding refs (or its method ``method``) that writes its
+        Variables with values computed from the arguments: a write of the layer (REF005 under
+        a map of a closure, REF008 under grad), unless it is told not to (a literal True
+        ``write_unless`` keyword, at construction or here)."""
+        a = api.API.get(layer.kwargs.get("api", ""))
+        if a is None or a.call_writes != method:
+            return
+        given = {arg.keyword.value: arg.value for arg, _ in args if arg.keyword}
+        for k in a.write_unless:
+            expr = given.get(k, layer.kwargs.get(k))
+            if expr is None or not (type(expr) is cst.Name and expr.value == "False"):
+                return  # the default (or an unknown value) may not write
+        pos = [arg for arg, _ in args if not arg.keyword and not arg.star]
+        if not pos:
+            return
+        receiver = node.func.value if method != "__call__" and \
+            type(node.func) is cst.Attribute else node.func
+        self._record_access("setitem", node, receiver, layer, pos[-1].value, None)
+
     def _dict_view(self, base: DictVal, attr: str) -> Optional[Value]:
         if attr in ("values", "items", "keys"):
             return SpecialVal("dict_view", (base, attr))
