@@ -692,6 +692,8 @@ APIS: tuple = (
         Family.RECORD, record="dataclass"),
     Api("NamedTuple", ("typing.NamedTuple", "typing_extensions.NamedTuple"), Family.RECORD,
         record="namedtuple"),
+    # dataclasses.replace(obj, **changes): a copy of a record with those fields changed.
+    Api("dataclass_replace", ("dataclasses.replace",), Family.RECORD, record="replace"),
     Api("register_pytree_node_class", ("jax.tree_util.register_pytree_node_class",
                                        "jax._src.tree_util.register_pytree_node_class",
                                        "jax.tree_util.register_pytree_with_keys_class"),
