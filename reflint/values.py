@@ -214,6 +214,9 @@ class ObjVal(InstanceVal):
     name: str = ""
     init: Any = None
     bindings: Optional[dict] = None
+    # Fields filled from the class summary (what the methods may assign), not by this
+    # object's constructor or an assignment seen on it: an assignment replaces them.
+    assumed: set = field(default_factory=set)
 
     def ident(self):
         return self.key if self.key is not None else ("obj", id(self.node))

@@ -119,6 +119,9 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
         self._sites = None  # _call_sites index, lazily
 
     def _reset_round(self) -> None:
+        # The last round's plain calls: an object's fields read the calls its __init__ makes
+        # (`super().__init__(r)`), which this round evaluates after the object is made.
+        self._last_plain_calls = getattr(self, "plain_calls", [])
         self._values: dict[int, Value] = {}
         self._queue: list[FunctionInfo] = []
         self._queued: set = set()

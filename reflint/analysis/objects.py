@@ -232,6 +232,7 @@ class ObjectsMixin:
             if attr in obj.fields:
                 continue
             obj.fields[attr] = self._instantiate(value, obj, init, bindings)
+            obj.assumed.add(attr)
 
     def _instantiate(self, value: Optional[Value], obj: ObjVal, init: Optional[FunctionInfo],
                      bindings: dict, depth: int = 0) -> Optional[Value]:
@@ -281,7 +282,8 @@ class ObjectsMixin:
         owner = self.functions.get(key[1])
         if owner is None or depth > _MAX_DEPTH:
             return None
-        calls = [c for c in self.plain_calls if c.callee is owner and c.caller is init]
+        calls = [c for c in self.plain_calls if c.callee is owner and c.caller is init] or \
+            [c for c in self._last_plain_calls if c.callee is owner and c.caller is init]
         if len(calls) != 1:
             return None
         b = calls[0].bindings.get(key[2])
@@ -329,6 +331,10 @@ class ObjectsMixin:
 
     def _obj_set_attribute(self, obj: ObjVal, attr: str, value: Optional[Value]) -> None:
         d = obj.fields
+        if attr in obj.assumed:  # the summary's guess gives way to what is assigned
+            obj.assumed.discard(attr)
+            d[attr] = value
+            return
         d[attr] = join(d[attr], value) if attr in d else value
 
     def _obj_replace(self, node: cst.Call, obj: ObjVal, args: list) -> Optional[Value]:
