@@ -221,3 +221,46 @@ def test_objects_are_told_apart_by_site_and_path_in_messages():
     found = lint_source(textwrap.dedent(src), "t.py", ALL).diagnostics
     assert [(d.line, d.code) for d in found] == [(12, "REF002")]
     assert "state.mu" in found[0].message or ".mu" in found[0].message
+
+
+# -- Flax NNX modules: a Variable holding a ref in place of the bare ref ------------------------
+# (A Variable does arithmetic, so REF007 is not a verdict here: the cases whose verdict holds for
+# a Variable as for a ref.)
+
+NNX_CASES = [c for c in CASES if c[0] in ("closed_and_passed", "passed_twice", "returned",
+                                          "mapped_write", "ok_write", "ok_closed_read",
+                                          "ok_vmapped_arg")]
+NNX_HEADER = HEADER + "from flax import nnx\n\n"
+NNX_HOLDERS = {
+    "module_variable": ("class M(nnx.Module):\n    def __init__(self):\n"
+                        "        self.v = nnx.Variable(jnp.zeros(3))\n\n"
+                        "with nnx.var_defaults(ref=True):\n    m = M()\n", "m.v"),
+    "nested_module": ("class Inner(nnx.Module):\n    def __init__(self):\n"
+                      "        self.v = nnx.Variable(jnp.zeros(3))\n\n"
+                      "class M(nnx.Module):\n    def __init__(self):\n"
+                      "        self.inner = Inner()\n\n"
+                      "with nnx.var_defaults(ref=True):\n    m = M()\n", "m.inner.v"),
+    "ref_true_variable": ("class M(nnx.Module):\n    def __init__(self):\n"
+                          "        self.v = nnx.Variable(jnp.zeros(3), ref=True)\n\n"
+                          "m = M()\n", "m.v"),
+}
+
+
+def _nnx_programs():
+    for name, defs, call, expected in NNX_CASES:
+        for holder, (prelude, expr) in NNX_HOLDERS.items():
+            body = prelude + "\n" + re.sub(r"\bx_ref\b", expr, defs) + "\n" + \
+                re.sub(r"\bx_ref\b", expr, call) + "\n"
+            for where, place in PLACEMENTS.items():
+                yield f"{name}-{holder}-{where}", place(body), expected
+
+
+NNX_PROGRAMS = list(_nnx_programs())
+
+
+@pytest.mark.parametrize("prog", NNX_PROGRAMS, ids=[p[0] for p in NNX_PROGRAMS])
+def test_variables_in_nnx_modules_keep_the_verdict(prog):
+    pytest.importorskip("flax")
+    _, body, expected = prog
+    found = {d.code for d in lint_source(NNX_HEADER + body, "prog.py", ALL).diagnostics}
+    assert found == expected, body

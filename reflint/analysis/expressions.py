@@ -87,11 +87,15 @@ class ExpressionsMixin:
                         # `model.update(x)`: the method, bound to the module (objects.py).
                         return FuncVal(m.info, m.transforms, m.bound_args, m.bound_kwargs,
                                        base, m.bound_kw_values)
-                if value is not None and isinstance(node.value, cst.Name) and \
-                        node.value.value not in state.env:
+                root = node.value
+                while type(root) is cst.Attribute:  # `model.inner.bias`
+                    root = root.value
+                if value is not None and isinstance(root, cst.Name) and \
+                        root.value not in state.env:
                     # `model.bias` read through a closed-over `model`: a closed-over ref.
-                    self._note_closure(node.value.value, f"{node.value.value}.{attr}", value,
-                                       node)
+                    label = f"{root.value}.{attr}" if root is node.value else \
+                        self.module.code_for_node(node).strip()
+                    self._note_closure(root.value, label, value, node)
                 return value
             if isinstance(base, RefVal):
                 if attr in api.REF_VIEW_ATTRIBUTES and (
