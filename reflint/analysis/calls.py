@@ -327,7 +327,9 @@ class CallsMixin:
                            for i in range(max(1, len(pos) - 1)))
             return SeqVal((None,) + states)
         if a.result is R.NNX_STATE:
-            return tree("state") if isinstance(first, RefVal) and first.tree else None
+            if not (isinstance(first, RefVal) and first.tree):
+                return None
+            return tree("state", first.cls if first.tree == "module" else None)
         if a.result is R.NNX_MERGE:
             if any(isinstance(v, RefVal) and v.tree for _, v in pos[1:]):
                 return tree("module")

@@ -38,6 +38,7 @@ from ..values import (
     Value,
     iter_refs,
     join,
+    tree_attribute,
 )
 from .facts import (
     ClassInfo,
@@ -414,7 +415,11 @@ class ObjectsMixin:
         if depth > _MAX_DEPTH or value is None:
             return None
         if isinstance(value, RefVal):
+            if value.tree and value.tree != "variable" and value.cls is not None:
+                return self._module_leaves(value, depth)
             if value.tree:
+                # A Variable holding a ref, or a Flax layer (or its state): every leaf is a
+                # Variable's ref.
                 return [RefVal(key=("leaves", value.key), origin=value.origin,
                                node=value.node, scope=value.scope,
                                name=f"the leaves of {value.name}" if value.name else "",
@@ -436,6 +441,41 @@ class ObjectsMixin:
                 return None
             out.extend(sub)
         return out
+
+    def _module_leaves(self, module: RefVal, depth: int) -> Optional[list]:
+        """The leaves of an NNX module of a class of this file holding refs: its Variables'
+        refs, when every other attribute is known not to be a leaf (a literal constant is
+        static; an array, or anything unknown, may be one: then None)."""
+        attrs = self._summary_attrs(module.cls)
+        out: list = []
+        for attr, v in attrs.items():
+            sub = tree_attribute(module, attr, attrs)
+            if sub is not None:
+                got = self._leaves(sub, depth + 1)
+                if got is None:
+                    return None
+                out.extend(got)
+            elif not self._literal_attribute(module.cls, attr):
+                return None
+        return out
+
+    def _literal_attribute(self, cls: ClassInfo, attr: str) -> bool:
+        """Every assignment of ``self.attr`` in the class (and its bases) is a literal
+        constant (static metadata to a pytree)."""
+        found = False
+        for c in self._class_chain(cls):
+            for m in c.methods.values():
+                for node in _walk(m.info.node):
+                    if type(node) is cst.Assign:
+                        for t in node.targets:
+                            tg = t.target
+                            if type(tg) is cst.Attribute and tg.attr.value == attr:
+                                if type(node.value) not in _LITERAL_TYPES and not (
+                                        type(node.value) is cst.Name and
+                                        node.value.value in ("True", "False", "None")):
+                                    return False
+                                found = True
+        return found
 
     def _call_tree(self, node: cst.Call, a: "api.Api", args: list, state) -> Optional[Value]:
         """``jax.tree.map(f, tree, *rest)``, ``leaves``, ``flatten``, ``unflatten``."""
@@ -512,6 +552,15 @@ class ObjectsMixin:
         if attr == "items":
             return SeqVal(tuple(SeqVal((None, v)) for v in base.items.values()), "list")
         return None
+
+
+_LITERAL_TYPES = (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)
+
+
+def _walk(node):
+    from .syntax import walk_nodes
+
+    return walk_nodes([node])
 
 
 def _strongest(kinds: list) -> str:

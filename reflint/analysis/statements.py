@@ -430,6 +430,9 @@ class StatementsMixin:
             self.classes[id(node)] = cls
         for b in node.bases:
             bv = self._values.get(id(b.value))
+            if bv is None and type(b.value) is cst.Subscript:
+                # `class Count(nnx.Variable[nnx.A])`: a generic base.
+                bv = self._values.get(id(b.value.value))
             if isinstance(bv, QN):
                 a = api.lookup(bv.qualname)
                 if a is not None and a.result is api.Result.NNX_OBJECT:
