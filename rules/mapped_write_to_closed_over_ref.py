@@ -68,7 +68,11 @@ class MappedWriteToClosedOverRef(Rule):
     `in_axes` is read only when it is a literal (`None`, or a tuple / list) and the function is
     not a `functools.partial`; pytree `in_axes` are not followed.
     Whether the written value depends on the mapped element is not analysed, so the message
-    gives the behaviour of both cases. Reads of closed-over refs are not reported,
+    gives the behaviour of both cases. Writes made by a method of a closed-over object
+    (`jax.vmap(lambda x: layer(x))` with `__call__` writing `self.num_calls[...]`), by a Flax
+    BatchNorm in training (`use_running_average=False` given literally) and by
+    `Optimizer.update` are followed; Dropout's and Rngs' counters (Flax's
+    `TraceContextError`) are not. Reads of closed-over refs are not reported,
     although `jit(shard_map)` / `pmap` fail on them too on 0.10.2. Refs whose origin the
     analysis cannot follow are not reported.
 

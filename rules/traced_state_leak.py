@@ -95,7 +95,9 @@ class TracedStateLeak(Rule):
     (counting traces in a test) is reported: suppress it with `# noqa: REF012`. A function
     traced only ahead of time, by `jax.jit(f).trace(...)` or `.lower(...)`, is traced once on
     purpose and never called through the wrapper: state it collects is not reported.
-    Rebinding a `global`/`nonlocal` name is not reported.
+    Rebinding a `global`/`nonlocal` name is not reported. A list or dict attribute of `self`
+    (`self.history.append(loss)`) is reported in a traced method when the class creates it
+    with a display (`self.history = []`).
     Under `grad`, `checkpoint` or `custom_vjp` alone the function is traced on every call, so
     nothing is reported there.
 
