@@ -48,6 +48,9 @@ class RefVal(Value):
     cls: Optional["ClassInfo"] = None  # a module of a class of this file: its attributes
     root: Optional["RefVal"] = None  # read as an attribute of this tree (`model.bias`)
     view: str = ""  # a view of the ref (`x_ref.at[1:6]`, `.reshape(...)`): how it was made
+    # A parameter given a Pallas kernel's argument (or an item of one): it may be a tuple of
+    # refs rather than a ref (`refs[group][i] = v`).
+    maybe_tree: bool = False
 
 
 def as_view(ref: "RefVal", how: str) -> "RefVal":

@@ -306,7 +306,8 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
         if isinstance(value, RefVal):
             return RefVal(key=("param", id(info.node), p.name, path), origin="param", node=p.node,
                           scope=info, name=p.name if not path else f"{p.name}{path}",
-                          tree=value.tree, cls=value.cls)
+                          tree=value.tree, cls=value.cls,
+                          maybe_tree=value.maybe_tree or value.origin == "pallas")
         if isinstance(value, SeqVal):
             return SeqVal(tuple(self._rebase(v, info, p, f"{path}[{i}]")
                                 for i, v in enumerate(value.items)), value.kind)

@@ -52,6 +52,14 @@ from .syntax import (
 )
 
 
+def _single_variable_index(node: cst.Subscript) -> bool:
+    """``x[i]``: one index, not a constant, a slice, ``...`` or a tuple."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return False
+    v = node.slice[0].slice.value
+    return type(v) not in (cst.Ellipsis, cst.Tuple, cst.Integer) and _const_key(v) is None
+
+
 class ExpressionsMixin:
 
     # -- expressions -------------------------------------------------------------------------
@@ -134,6 +142,11 @@ class ExpressionsMixin:
                     # parameter may be either): unknown, unless it is unpacked.
                     return SpecialVal("pallas_item", base, node)
                 self._record_access("read", node, node.value, base, None, state)
+                if (base.origin == "pallas" or base.maybe_tree) and \
+                        _single_variable_index(node):
+                    # `refs[group]` of a kernel's pytree argument (or an item of one): a row
+                    # of a ref, or one of a tuple of refs; unknown (`refs[group][i] = v`).
+                    return None
                 return ArrayVal(node)
             if isinstance(base, RefSeqVal):
                 return _seq_item(base, node)
