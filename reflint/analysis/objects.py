@@ -455,6 +455,9 @@ class ObjectsMixin:
                 if got is None:
                     return None
                 out.extend(got)
+            elif isinstance(v, (FuncVal, OneOf, QN, ClassVal, SpecialVal)) or \
+                    isinstance(v, RefVal) and not v.tree:
+                continue  # a function, a class, a module: static (a plain ref: not followed)
             elif not self._literal_attribute(module.cls, attr):
                 return None
         return out
@@ -470,9 +473,7 @@ class ObjectsMixin:
                         for t in node.targets:
                             tg = t.target
                             if type(tg) is cst.Attribute and tg.attr.value == attr:
-                                if type(node.value) not in _LITERAL_TYPES and not (
-                                        type(node.value) is cst.Name and
-                                        node.value.value in ("True", "False", "None")):
+                                if not _static_expr(node.value):
                                     return False
                                 found = True
         return found
@@ -555,6 +556,24 @@ class ObjectsMixin:
 
 
 _LITERAL_TYPES = (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)
+
+
+def _static_expr(expr) -> bool:
+    """A literal constant (or a tuple of them), a lambda, `functools.partial(...)`: never an
+    array leaf of a pytree."""
+    t = type(expr)
+    if t in _LITERAL_TYPES or t is cst.Lambda:
+        return True
+    if t is cst.Name:
+        return expr.value in ("True", "False", "None")
+    if t in (cst.Tuple, cst.List):
+        return all(_static_expr(e.value) for e in expr.elements)
+    if t is cst.Call:
+        f = expr.func
+        name = f.attr.value if type(f) is cst.Attribute else f.value if type(f) is cst.Name \
+            else ""
+        return name == "partial"
+    return False
 
 
 def _walk(node):
