@@ -36,7 +36,6 @@ from ..values import (
     SeqVal,
     SpecialVal,
     Value,
-    iter_refs,
     join,
     tree_attribute,
 )
