@@ -15,7 +15,6 @@ from ..values import (
     ClassVal,
     FuncVal,
     InstanceVal,
-    NamespaceVal,
     NnxVal,
     ObjVal,
     OneOf,
@@ -166,12 +165,8 @@ class CallsMixin:
         return None
 
     def _call_qn(self, node: cst.Call, qn: str, args: list, state: _State) -> Optional[Value]:
-        if qn == "builtins.super" and not args:
-            return self._super(state)
-        if qn in api.NAMESPACE_CONSTRUCTORS:
-            if any(arg.star for arg, _ in args):
-                return None
-            return NamespaceVal(node, {arg.keyword.value: v for arg, v in args if arg.keyword})
+        if qn in api.NAMESPACE_CONSTRUCTORS or qn == "builtins.super":  # objects.py
+            return self._call_bag_or_super(node, qn, args, state)
         a = api.lookup(qn)
         if a is None:
             if qn.startswith("builtins."):
@@ -207,14 +202,8 @@ class CallsMixin:
             return ref
         if fam is F.NNX:
             return self._call_nnx(node, a, args)
-        if fam is F.RECORD:
-            if a.record == "replace":  # dataclasses.replace(obj, **changes)
-                first = _first_positional(args)
-                return self._obj_replace(node, first, args[1:]) \
-                    if isinstance(first, ObjVal) else None
-            return self._register_record(a, qn, args)
-        if fam is F.TREE:
-            return self._call_tree(node, a, args, state)
+        if fam in (F.RECORD, F.TREE):  # objects.py
+            return self._call_object_api(node, a, qn, args, state)
         if fam is F.FREEZE:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):

@@ -30,6 +30,7 @@ from ..values import (
     DictVal,
     FuncVal,
     InstanceVal,
+    NamespaceVal,
     ObjVal,
     OneOf,
     RefVal,
@@ -146,6 +147,25 @@ class ObjectsMixin:
         if a.record == "dataclass" and v.qualname != "dataclasses.dataclass":
             return "pytree_dataclass"  # flax.struct, register_dataclass, chex: pytrees
         return a.record
+
+    def _call_bag_or_super(self, node: cst.Call, qn: str, args: list, state):
+        """``types.SimpleNamespace(count=0, buf=x_ref)`` (an attribute bag), ``super()``."""
+        if qn == "builtins.super":
+            return self._super(state) if not args else None
+        if any(arg.star for arg, _ in args):
+            return None
+        return NamespaceVal(node, {arg.keyword.value: v for arg, v in args if arg.keyword})
+
+    def _call_object_api(self, node: cst.Call, a: "api.Api", qn: str, args: list,
+                         state) -> Optional[Value]:
+        """A call of a RECORD or TREE API of the registry."""
+        if a.family is api.Family.TREE:
+            return self._call_tree(node, a, args, state)
+        if a.record == "replace":  # dataclasses.replace(obj, **changes)
+            first = next((v for arg, v in args if not arg.keyword and not arg.star), None)
+            return self._obj_replace(node, first, args[1:]) if isinstance(first, ObjVal) \
+                else None
+        return self._register_record(a, qn, args)
 
     def _register_record(self, a: "api.Api", qn: str, args: list) -> Optional[Value]:
         """``jax.tree_util.register_dataclass(Cls, ...)`` called on a class of the module (it
