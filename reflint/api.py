@@ -17,7 +17,7 @@ section 2e (and docs/jax-versions.md for 0.11 and later).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 
@@ -295,6 +295,11 @@ class Family(enum.Enum):
     ARRAY = "array function"  # an array function with meaning for the analysis
     GRAD_ENTRY = "with_refs entry"  # jax.ad.GradValue() / DontWant(): what a VJP gives back
     SEQUENCE = "sequence helper"  # split_list(refs, [n]): the pieces of its first argument
+    # A decorator or base class that makes a class's instances records of named fields
+    # (dataclasses, NamedTuple, flax.struct, register_dataclass ...): `record` says how they
+    # are built (reflint/analysis/objects.py).
+    RECORD = "record class"
+    TREE = "pytree utility"  # jax.tree.map / leaves / flatten / unflatten: `tree_op`
 
 
 class Result(enum.Enum):
@@ -312,6 +317,7 @@ class Result(enum.Enum):
     NNX_WITH_VARS = "a copy with refs or arrays, as its ref= keyword says"  # nnx.with_vars
     NNX_SPLIT = "(graphdef, state, ...): the states hold refs when the object does"
     NNX_MERGE = "an NNX object holding refs when a state does"
+    NNX_STATE = "the object's state: it holds refs when the object does"
     REF_SWITCH = "refs on or off for NNX objects created after it, or inside it as a context"
     FUNCTION = "a transformed function"
     LAUNCHER = "a callable that runs the kernel on its operands"
@@ -399,6 +405,19 @@ class Api:
     # Control flow: arguments that must be Arrays (a predicate, an index, loop bounds): a ref
     # there is REF007 (JAX: "Attempting to pass a Ref ... did you forget to unpack").
     array_args: tuple = ()
+    # RECORD: "dataclass" (fields are the annotated class attributes, given by position or
+    # keyword), "namedtuple" (the same, and the instance is a tuple of them), "pytree" (a
+    # registered class built by its own __init__).
+    record: str = ""
+    # TREE: "map" (calls its function on the leaves of its tree arguments; the result is a
+    # tree of what the function returns), "leaves", "flatten", "unflatten".
+    tree_op: str = ""
+    # NNX_OBJECT (a Flax layer): calling it (``"__call__"``) or its method of that name writes
+    # its own Variables with values computed from the call's arguments (BatchNorm's batch
+    # statistics in training, Optimizer.update's state), unless one of ``write_unless`` is a
+    # literal True at construction or at the call (``use_running_average=True``).
+    call_writes: str = ""
+    write_unless: tuple = ()
 
 
 def _lax(name: str) -> tuple:
@@ -662,11 +681,26 @@ APIS: tuple = (
                        "flax.nnx.pytreelib.Pytree", "flax.nnx.Object", "flax.nnx.object.Object"),
         Family.NNX, Result.NNX_OBJECT, word="a Module"),
     Api("nnx_layer", tuple(f"flax.nnx.{n}" for n in (
-        "Linear", "LinearGeneral", "Einsum", "Conv", "ConvTranspose", "Embed", "BatchNorm",
+        "Linear", "LinearGeneral", "Einsum", "Conv", "ConvTranspose", "Embed",
         "LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm", "MultiHeadAttention", "LoRA",
-        "LoRALinear", "Rngs", "RngStream", "Optimizer", "ModelAndOptimizer", "LSTMCell",
+        "LoRALinear", "Rngs", "RngStream", "LSTMCell", "Dropout", "Sequential", "List", "Dict",
         "GRUCell", "SimpleCell", "OptimizedLSTMCell")),
         Family.NNX, Result.NNX_OBJECT, word="a Module"),
+    # Measured on flax 0.12.8 + JAX 0.10.2 (docs/flax-nnx.md): in training a BatchNorm call
+    # writes its batch statistics (under jax.vmap of a closure: JAX's set/swap error; under
+    # jax.grad: the differentiated-value error), `Optimizer.update` its state and the model's
+    # parameters. (Dropout's and Rngs' counters fail with Flax's TraceContextError instead:
+    # not modelled.)
+    Api("nnx_batch_norm", ("flax.nnx.BatchNorm", "flax.nnx.nn.normalization.BatchNorm"),
+        Family.NNX, Result.NNX_OBJECT, word="a Module", call_writes="__call__",
+        write_unless=("use_running_average",)),
+    Api("nnx_optimizer", ("flax.nnx.Optimizer", "flax.nnx.ModelAndOptimizer",
+                          "flax.nnx.training.optimizer.Optimizer"),
+        Family.NNX, Result.NNX_OBJECT, word="a Module", call_writes="update"),
+    # nnx.state(obj, *filters): the object's state; it holds refs when the object does.
+    Api("nnx_state", ("flax.nnx.state", "flax.nnx.graphlib.state", "flax.nnx.variables",
+                      "flax.nnx.graphlib.variables"),
+        Family.NNX, Result.NNX_STATE),
     # Flax NNX transforms: measured semantics in ROLES (Role.NNX_*).
     Api("nnx_jit", ("flax.nnx.jit", "flax.nnx.transforms.compilation.jit"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_JIT, checks_closure=True,
@@ -683,6 +717,32 @@ APIS: tuple = (
                                "flax.nnx.transforms.autodiff.value_and_grad"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_VALUE_AND_GRAD, argnums=True,
         ref_argument_error=_ref_argument_error("grad")),
+    # -- records and pytrees (reflint/analysis/objects.py) ----------------------------------------
+    Api("dataclass", ("dataclasses.dataclass", "flax.struct.dataclass",
+                      "jax.tree_util.register_dataclass", "chex.dataclass",
+                      "chex.mappable_dataclass", "flax.struct.PyTreeNode",
+                      "jax._src.tree_util.register_dataclass"),
+        Family.RECORD, record="dataclass"),
+    Api("NamedTuple", ("typing.NamedTuple", "typing_extensions.NamedTuple"), Family.RECORD,
+        record="namedtuple"),
+    # dataclasses.replace(obj, **changes): a copy of a record with those fields changed.
+    Api("dataclass_replace", ("dataclasses.replace",), Family.RECORD, record="replace"),
+    Api("register_pytree_node_class", ("jax.tree_util.register_pytree_node_class",
+                                       "jax._src.tree_util.register_pytree_node_class",
+                                       "jax.tree_util.register_pytree_with_keys_class"),
+        Family.RECORD, record="pytree"),
+    Api("tree_map", ("jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
+                     "jax._src.tree_util.tree_map"),
+        Family.TREE, tree_op="map"),
+    Api("tree_leaves", ("jax.tree.leaves", "jax.tree_util.tree_leaves", "jax.tree_leaves",
+                        "jax._src.tree_util.tree_leaves"),
+        Family.TREE, tree_op="leaves"),
+    Api("tree_flatten", ("jax.tree.flatten", "jax.tree_util.tree_flatten", "jax.tree_flatten",
+                         "jax._src.tree_util.tree_flatten"),
+        Family.TREE, tree_op="flatten"),
+    Api("tree_unflatten", ("jax.tree.unflatten", "jax.tree_util.tree_unflatten",
+                           "jax.tree_unflatten", "jax._src.tree_util.tree_unflatten"),
+        Family.TREE, tree_op="unflatten"),
     Api("nnx_remat", ("flax.nnx.remat", "flax.nnx.transforms.autodiff.remat"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_REMAT,
         word="a checkpointed (nnx.remat) function"),

@@ -67,6 +67,9 @@ class RefPassedTwice(Rule):
     name is passed twice. Flax NNX objects holding refs count with their Variables and sub-modules: one
     object passed twice, or holding one Variable at two attributes (`self.c = self.a`), is
     reported for `jax.jit`, not for `nnx.jit` (which accepts both); see docs/flax-nnx.md.
+    Objects of the module's classes are made per site: two fields of one object bound to one
+    ref are compared, the fields of two instances are not the same ref. One Variable held by
+    two different modules (passed in to both) is not compared.
 
     ## JAX versions
     0.7.2+ raise at trace time for jit, vmap, custom_vjp, scan and cond. 0.7.1 (checks off):

@@ -59,7 +59,12 @@ class RefUsedAsArray(Rule):
     `.bitcast` and `.at` make ref views: they are not reported, and the view is a ref (math on
     it is). They are reported at top level, where a concrete Ref lacks them. In a Pallas kernel
     `x_ref[0]` of a parameter may be a row of a ref or a ref of a pytree of refs: its uses are
-    not reported. Refs passed to functions of other libraries are not reported.
+    not reported. Refs passed to functions of other libraries are not reported. Refs reached
+    through objects (`weights.conv.weight`, a property returning `self._flags_ref`), tuples,
+    dicts and `dict.values()` are followed; the function given to `jax.tree.map` receives the
+    leaves of its trees when every leaf is known to be a ref (an NNX module of this file: when
+    its other attributes are literal constants). A tuple of refs is a container: `(buf,) +
+    scratches` is concatenation, not math on a ref.
 
     ## JAX versions
     Every version rejects math on an unread ref, with messages that changed: up to 0.9 `jnp.*`

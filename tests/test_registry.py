@@ -184,6 +184,32 @@ def _uses(a: api.Api, f: str, body: str, rng: random.Random) -> list:
                 "pl.pallas_call(kern, out_shape=xs)(xs, xs)\n",
                 f"def g(x):\n{ind}a, b = {f}(x, [1])\n{ind}a[0] = 1\n{ind}"
                 f"{body.format(ind=ind)}\n"]
+    if fam is F.RECORD:
+        # Objects holding refs (reflint/analysis/objects.py).
+        cls = "class S:\n" + ind + "a: object\n" + ind + "b: object\n"
+        if a.record == "namedtuple":
+            cls = f"class S({f}):\n{ind}a: object\n{ind}b: object\n"
+        elif a.record == "pytree":
+            cls = (f"@{f}\nclass S:\n{ind}def __init__(self, a, b):\n{ind}{ind}self.a = a\n"
+                   f"{ind}{ind}self.b = b\n")
+        elif a.record == "replace":
+            cls = "import dataclasses\n@dataclasses.dataclass\n" + cls
+        else:
+            cls = f"@{f}\n" + cls
+        use = f"t = {f}(s, b=xs)\n" if a.record == "replace" else "t = s\n"
+        return [cls + "s = S(r, r)\n" + use + fn + "jax.jit(h)(t.a, t.b)\ny = t.a + 1\n",
+                cls + fn + "def g(q):\n" + ind + "s = S(q, xs)\n" + ind + use.replace(
+                    "t =", ind + "t =").strip() + "\n" + ind + "return s\n\njax.jit(g)(xs)\n"
+                "g(r).a.sum()\n"]
+    if fam is F.TREE:
+        uses = {
+            "map": f"out = {f}(lambda p: p * 2, {{'a': r, 'b': r}})\n",
+            "leaves": f"for p in {f}({{'a': r}}):\n{ind}y = p + 1\n",
+            "flatten": f"leaves, td = {f}((r, r))\ny = leaves[0] + 1\n",
+            "unflatten": f"t = {f}(None, [r, r])\njax.jit(h)(t)\n"}
+        body_use = uses[a.tree_op]
+        return [fn + body_use, fn + "def g(x):\n" + "".join(
+            ind + line + "\n" for line in body_use.splitlines()) + "jax.jit(g)(xs)\n"]
     raise AssertionError(f"no template for {fam}")  # pragma: no cover - every family above
 
 

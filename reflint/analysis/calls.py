@@ -16,8 +16,8 @@ from ..values import (
     DictVal,
     FuncVal,
     InstanceVal,
-    NamespaceVal,
     NnxVal,
+    ObjVal,
     OneOf,
     RefSeqVal,
     RefVal,
@@ -129,6 +129,8 @@ class CallsMixin:
                     return SpecialVal("launcher", target, node, a.name, dict(fv.kwargs))
             return None
         if isinstance(fv, ClassVal):
+            if not (fv.cls.nnx and self._refs_mode):
+                return self._construct(node, fv.cls, args, state)
             init = fv.cls.methods.get("__init__")
             inst = InstanceVal(fv.cls, node)
             if init is not None:
@@ -142,6 +144,11 @@ class CallsMixin:
             return inst
         if isinstance(fv, SpecialVal):
             return self._call_special(node, fv, args, state)
+        if isinstance(fv, ObjVal) or isinstance(fv, RefVal) and fv.tree == "module" and \
+                fv.cls is not None:
+            return self._call_object(node, fv, args, state)
+        if isinstance(fv, RefVal) and fv.tree == "module":
+            self._layer_writes(node, fv, "__call__", args)
         return None
 
     def _call_alternative(self, node: cst.Call, fv: Value, args: list, state: _State):
@@ -163,10 +170,8 @@ class CallsMixin:
         return None
 
     def _call_qn(self, node: cst.Call, qn: str, args: list, state: _State) -> Optional[Value]:
-        if qn in api.NAMESPACE_CONSTRUCTORS:
-            if any(arg.star for arg, _ in args):
-                return None
-            return NamespaceVal(node, {arg.keyword.value: v for arg, v in args if arg.keyword})
+        if qn in api.NAMESPACE_CONSTRUCTORS or qn == "builtins.super":  # objects.py
+            return self._call_bag_or_super(node, qn, args, state)
         a = api.lookup(qn)
         if a is None:
             if qn.startswith("builtins."):
@@ -195,6 +200,8 @@ class CallsMixin:
             return self._call_nnx(node, a, args)
         if fam is F.SEQUENCE:
             return self._split_sequence(args)
+        if fam in (F.RECORD, F.TREE):  # objects.py
+            return self._call_object_api(node, a, qn, args, state)
         if fam is F.FREEZE:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):
@@ -336,6 +343,10 @@ class CallsMixin:
                                   scope=self._func, tree="state")
                            for i in range(max(1, len(pos) - 1)))
             return SeqVal((None,) + states)
+        if a.result is R.NNX_STATE:
+            if not (isinstance(first, RefVal) and first.tree):
+                return None
+            return tree("state", first.cls if first.tree == "module" else None)
         if a.result is R.NNX_MERGE:
             if any(isinstance(v, RefVal) and v.tree for _, v in pos[1:]):
                 return tree("module")
@@ -350,7 +361,14 @@ class CallsMixin:
                     if not on:
                         return NnxVal("variable", node, arrays=True)
             kind = "variable" if a.ref_keywords else "module"
-            return tree(kind, explicit=explicit) if on else NnxVal(kind, node)
+            if not on:
+                return NnxVal(kind, node)
+            out = tree(kind, explicit=explicit)
+            if a.call_writes:
+                # A Flax layer that writes its Variables when called (objects.py).
+                out.kwargs = {"api": a.name, **{k: kw[k][0].value for k in a.write_unless
+                                                 if k in kw}}
+            return out
         return None
 
     def _note_refs_mode(self, info: FunctionInfo, on: bool) -> None:
@@ -573,6 +591,13 @@ class CallsMixin:
             if isinstance(rule, FuncVal):
                 self._add_role(rule.info, api.Role.CUSTOM_JVP_RULE, node)
             return None
+        if fv.kind == "layer_method":  # opt.update(model, grads)
+            self._layer_writes(node, fv.target, fv.api_name, args)
+            return None
+        if fv.kind == "obj_replace":  # nt._replace(mu=x), state.replace(mu=x)
+            return self._obj_replace(node, fv.target, args)
+        if fv.kind == "dict_view":  # d.values(), d.items()
+            return self._call_dict_view(fv)
         if fv.kind == "ref_view":  # x_ref.reshape(...), .bitcast(...), .transpose(...)
             attr = node.func.attr.value if isinstance(node.func, cst.Attribute) else "view"
             return as_view(fv.target, f".{attr}(...)")
@@ -665,6 +690,8 @@ class CallsMixin:
         if rest_refs is not None and vararg is not None:
             # `fn(*refs)` into `def fn(*args)`: its `*args` is a tuple of refs.
             self._seed(fv.info, vararg.name, rest_refs)
+        if fv.self_value is not None:
+            return self._method_result(fv, self._result_of(fv))
         return self._result_of(fv)
 
     def _split_sequence(self, args: list) -> Optional[Value]:
@@ -709,8 +736,9 @@ class CallsMixin:
         ``mode``: 'traced' records a TracedCall, 'plain' a PlainCall, 'none' nothing."""
         info = fv.info
         params = list(info.params)
+        receiver = None
         if fv.self_value is not None and params and params[0].kind in ("pos", "posonly"):
-            params = params[1:]
+            receiver, params = params[0], params[1:]
         # functools.partial: bound positionals consume the first parameters.
         bound_pos = list(fv.bound_args)
         pos_params = [p for p in params if p.kind in ("pos", "posonly")]
@@ -736,6 +764,10 @@ class CallsMixin:
             if p.name not in bindings and p.name in info.defaults and \
                     p.name not in fv.bound_kwargs:
                 bindings[p.name] = Binding(p.name, info.defaults[p.name], None)
+        if receiver is not None and is_interesting(fv.self_value) and \
+                "classmethod" not in info.decorator_kinds:
+            # A method called on an object holding refs: `self` is bound to it (objects.py).
+            bindings[receiver.name] = Binding(receiver.name, fv.self_value, None)
         # Seeds for the callee: parameters that receive refs.
         for name, b in bindings.items():
             if b.param is not None and is_interesting(b.value):

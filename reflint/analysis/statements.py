@@ -15,6 +15,7 @@ from ..values import (
     FuncVal,
     InstanceVal,
     NamespaceVal,
+    ObjVal,
     OneOf,
     RefSeqVal,
     RefVal,
@@ -369,6 +370,10 @@ class StatementsMixin:
             info.def_env = {k: env[k] for k in rebound if k in env}
         if cls is not None and isinstance(value, FuncVal) and value.info is info:
             cls.methods[node.name.value] = value
+        elif cls is not None and kinds == ["property"]:
+            # `@property def flags(self)`: read as an attribute, it is what the method
+            # returns (objects.py); the name itself is bound to nothing.
+            cls.methods[node.name.value] = FuncVal(info)
         self._bind_name(node.name.value, value, state)
 
     _current_class: Optional[ClassInfo] = None
@@ -442,6 +447,9 @@ class StatementsMixin:
             self.classes[id(node)] = cls
         for b in node.bases:
             bv = self._values.get(id(b.value))
+            if bv is None and type(b.value) is cst.Subscript:
+                # `class Count(nnx.Variable[nnx.A])`: a generic base.
+                bv = self._values.get(id(b.value.value))
             if isinstance(bv, QN):
                 a = api.lookup(bv.qualname)
                 if a is not None and a.result is api.Result.NNX_OBJECT:
@@ -449,6 +457,7 @@ class StatementsMixin:
             elif isinstance(bv, ClassVal):
                 cls.nnx = cls.nnx or bv.cls.nnx
         cls.bases = [b.cls for b in bases if isinstance(b, ClassVal) and b.cls is not cls]
+        self._class_record(cls, node)
         saved = (self._current_class, self._class_parent)
         self._current_class, self._class_parent = cls, self._func
         class_state = _State(dict(state.env), dict(state.frozen))
@@ -551,6 +560,8 @@ class StatementsMixin:
             self._bind_name(target.value, value, state)
         elif t in (cst.Tuple, cst.List):
             elements = target.elements
+            if isinstance(value, ObjVal) and value.seq:  # `mu, nu = opt_state`
+                value = value.as_seq()
             starred = any(isinstance(e, cst.StarredElement) for e in elements)
             items = value.items if isinstance(value, SeqVal) and not starred and \
                 len(value.items) == len(elements) else None
@@ -589,6 +600,8 @@ class StatementsMixin:
             if isinstance(base, NamespaceVal):
                 d = base.attrs
                 d[attr] = join(d[attr], value) if attr in d else value
+            if isinstance(base, ObjVal):
+                self._obj_set_attribute(base, attr, value)
             if isinstance(base, InstanceVal):
                 d = self._new_attrs.setdefault(id(base.cls), {})
                 if isinstance(value, RefVal) and not value.name:
