@@ -25,6 +25,7 @@ from .constants import (
     MAX_ROUNDS,
 )
 from .dependence import DependenceMixin
+from .dtypes import DtypesMixin
 from .expressions import ExpressionsMixin
 from .facts import (
     AttributeWrite,
@@ -58,7 +59,8 @@ from .syntax import (
 )
 
 
-class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, DependenceMixin):
+class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, DependenceMixin,
+                     DtypesMixin):
     """Analysis of one module. Build with ``ModuleAnalysis(module)``; rules read the facts."""
 
     def __init__(self, module: cst.Module, path: str = "<string>", settings=None,
