@@ -477,8 +477,14 @@ APIS: tuple = (
         primals="tuple", runtime="jvp", ref_argument_error=((None, _GET_ERROR),)),
     Api("vjp", _src("api", "vjp"), Family.TRANSFORM, Result.VJP, role=Role.VJP,
         primals="varargs", runtime="call"),
+    # Measured 0.10.2 and 0.12.0.1: linearize computes the primal output, and the linearized
+    # function fails when called (with any tangent).
     Api("linearize", _src("api", "linearize"), Family.TRANSFORM, Result.UNKNOWN,
-        role=Role.LINEARIZE, primals="varargs", runtime="call"),
+        role=Role.LINEARIZE, primals="varargs", runtime="call",
+        ref_argument_error=((None, "JAX computes the primal output, and the linearized "
+                                   "function fails when called: `ValueError: linearized "
+                                   "function called on tangent values inconsistent with the "
+                                   "original primal values`"),)),
     Api("checkpoint", ("jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint",
                        "jax.ad_checkpoint.remat", "jax._src.ad_checkpoint.checkpoint",
                        "jax._src.ad_checkpoint.remat"),
@@ -586,6 +592,14 @@ APIS: tuple = (
     Api("optimization_barrier", ("jax.lax.optimization_barrier",
                                  "jax._src.ad_checkpoint.optimization_barrier"),
         Family.ARRAY, Result.PASS_THROUGH, accepts_refs_since=(0, 11, 0)),
+    # Measured 0.10.2 and 0.12.0.1: device_get gives back the ref itself (a "snapshot" that
+    # keeps changing), device_put fails ("No pxla_result_handler for type ... AbstractRef").
+    Api("device_get", _src("api", "device_get"), Family.ARRAY, Result.PASS_THROUGH,
+        word="which returns the ref itself, not a copy of its value: later writes show "
+             "through the \"snapshot\""),
+    Api("device_put", _src("api", "device_put"), Family.ARRAY, Result.ARRAY,
+        word="which fails on a Ref (`TypeError: No pxla_result_handler for type ... "
+             "AbstractRef`)"),
     Api("partial", ("functools.partial",), Family.PARTIAL),
     # Entries of `vjp_fn.with_refs(...)` other than a gradient ref (JAX 0.10.2 and later).
     Api("GradValue", ("jax.ad.GradValue",), Family.GRAD_ENTRY, word="return the gradient as a "

@@ -615,6 +615,10 @@ class _Walker:
                 e.attr_calls.add(f.attr)
             if f.attr in api.STORE_METHODS and type(f.value) is ast.Name:
                 self.scope.store_calls.append(f.value.id)
+            elif f.attr in api.STORE_METHODS and type(f.value) is ast.Attribute and \
+                    type(f.value.value) is ast.Name:
+                # `self.history.append(x)`: like setting an attribute of `self` (REF012).
+                self.scope.attr_writes.append(f.value.value.id)
         else:
             kind, callee = "opaque", None
             self.expr(f)

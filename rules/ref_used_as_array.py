@@ -104,7 +104,14 @@ class RefUsedAsArray(Rule):
                             "values)")
             elif use.kind == "call_arg":
                 fn = analysis.module.code_for_node(use.context.func).strip()
-                msg = f"{name} is a Ref passed to {fn}, which expects an Array"
+                a = api.lookup(use.detail)
+                msg = f"{name} is a Ref passed to {fn}, " + (
+                    a.word if a is not None and a.family is api.Family.ARRAY and a.word
+                    else "which expects an Array")
+            elif use.kind == "format":
+                msg = (f"{name} is a Ref formatted with a format spec{use.detail}; a Ref "
+                       f"has none (`TypeError: unsupported format string passed to "
+                       f"Ref.__format__`)")
             elif use.kind == "attr":
                 msg = f"{name} is a Ref; `.{use.detail}` exists only on Arrays"
             elif use.kind == "builtin":

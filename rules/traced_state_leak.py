@@ -196,6 +196,21 @@ class TracedStateLeak(Rule):
                 continue
             kind = _leak_kind(analysis, func)
             receiver = call.func.value
+            if kind is not None and isinstance(receiver, cst.Attribute) and \
+                    isinstance(receiver.value, cst.Name) and \
+                    _is_self_of_traced_method(analysis, func, receiver.value) and \
+                    any(_maybe_traced(analysis, a.value, func, func.parent) for a in call.args):
+                # `self.history.append(y)` in a traced method: the list keeps the tracer.
+                own = _own_leak_kind(func)
+                attr = receiver.attr.value
+                yield Finding(call, f"`self.{attr}.{method}(...)` stores a traced value into "
+                              f"the Python container `self.{attr}` inside "
+                              f"{_where(own, func, method=True)}; it runs once, when JAX traces "
+                              f"`{func.name}`, not on every {_every(own)}, and keeps a tracer "
+                              f"that is invalid once the trace ends. Return the value, or "
+                              f"write it into a Ref (`self.{attr}[i] = ...` with "
+                              f"`self.{attr} = jax.new_ref(...)` in `__init__`)")
+                continue
             if kind is None or not isinstance(receiver, cst.Name):
                 continue
             name = receiver.value

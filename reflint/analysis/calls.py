@@ -169,6 +169,10 @@ class CallsMixin:
                     for arg, v in args:
                         if isinstance(v, RefVal) and not arg.keyword:
                             self._ref_use("builtin", arg.value, v, node, name)
+                elif name == "format" and len(args) == 2 and \
+                        isinstance(args[0][1], RefVal) and not args[0][1].tree:
+                    # `format(loss_ref, ".4f")`: a Ref has no format spec (TypeError).
+                    self._ref_use("format", args[0][0].value, args[0][1], node, " by format()")
                 if name in ("tuple", "list") and len(args) == 1:
                     v = args[0][1]
                     if isinstance(v, SeqVal):

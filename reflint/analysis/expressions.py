@@ -246,7 +246,10 @@ class ExpressionsMixin:
         if t is cst.FormattedString:
             for part in node.parts:
                 if isinstance(part, cst.FormattedStringExpression):
-                    self._eval(part.expression, state)
+                    v = self._eval(part.expression, state)
+                    if isinstance(v, RefVal) and not v.tree and part.format_spec:
+                        # `f"{loss_ref:.4f}"`: a Ref has no format spec (TypeError).
+                        self._ref_use("format", part.expression, v, node, "")
             return None
         if t is cst.Set:
             for e in node.elements:
