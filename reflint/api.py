@@ -1048,6 +1048,8 @@ DTYPE_KINDS = {  # dtype -> (kind, bits): kind 0 bool, 1 signed int, 2 unsigned,
     "uint8": (2, 8), "uint16": (2, 16), "uint32": (2, 32), "uint64": (2, 64),
     "bfloat16": (3, 16), "float16": (3, 16), "float32": (3, 32), "float64": (3, 64),
     "complex64": (4, 64), "complex128": (4, 128),
+    # Some float dtype, which one unknown: what `jnp.mean`/`jnp.sin` give for unknown input.
+    "floating": (3, 0),
 }
 # Other spellings of those dtypes (the last name of `jnp.X`, `np.X`, a builtin, a string).
 DTYPE_ALIASES = {

@@ -94,7 +94,7 @@ class RefDtypeMismatchWrite(Rule):
                 written = _augmented(acc.node, ref_av, value)
                 if written is None:
                     continue
-            if written.dtype == ref_av.dtype:
+            if not written.differs(ref_av.dtype):
                 continue
             name = ref_name(analysis, acc.ref_expr, acc.ref)
             created = _creation(analysis, acc.ref)
@@ -108,7 +108,7 @@ class RefDtypeMismatchWrite(Rule):
                 elif line:
                     where = f" (created on line {line})"
             what = "the result" if acc.kind == "augitem" else "the value"
-            article = "an" if ref_av.dtype[0] in "aeiou" else "a"
+            article = "an" if ref_av.dtype[0] in "aiu" else "a"
             msg = (f"{what} written into {name} is {written.describe()}, but {name} is "
                    f"{article} {ref_av.dtype} ref{where}: JAX raises \"Invalid dtype for "
                    f"`{'addupdate' if acc.kind == 'addupdate' else 'swap'}`\" when it traces "
@@ -159,7 +159,7 @@ def _fix_factory(acc, ref_av, written, created):
         target, applicability, what = acc.value_expr, SAFE, "Write the value as a float"
     elif created is not None and created.init_expr is not None and \
             _int_literal(created.init_expr) and ref_kind == 1 and val_kind == 2 and \
-            written.dtype == "float32":
+            written.dtype in ("float32", _dtypes.FLOATING):
         target, applicability, what = created.init_expr, UNSAFE, \
             "Create the ref from a float"
     else:

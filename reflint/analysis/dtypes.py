@@ -49,7 +49,18 @@ class AVal:
         return api.DTYPE_KINDS[self.dtype][0]
 
     def describe(self) -> str:
+        if self.dtype == FLOATING:
+            return "a floating-point value"
         return f"weakly typed {self.dtype} (a Python scalar)" if self.weak else self.dtype
+
+    def differs(self, ref_dtype: str) -> bool:
+        """Writing this value into a ref of ``ref_dtype`` is surely a dtype mismatch."""
+        if self.dtype == FLOATING:
+            return _lattice_kind(ref_dtype) <= 1
+        return self.dtype != ref_dtype
+
+
+FLOATING = "floating"
 
 
 def canonical_dtype(name: str) -> Optional[str]:
@@ -83,6 +94,11 @@ def promote(a: Optional[AVal], b: Optional[AVal]) -> Optional[AVal]:
     if a is None or b is None:
         return None
     shape = broadcast(a.shape, b.shape)
+    if FLOATING in (a.dtype, b.dtype):
+        other = b if a.dtype == FLOATING else a
+        return AVal(FLOATING, False, shape) if _lattice_kind(other.dtype) <= 2 and \
+            (other.dtype == FLOATING or _lattice_kind(other.dtype) <= 1 or other.weak) \
+            else None
     if a.dtype == b.dtype:
         return AVal(a.dtype, a.weak and b.weak, shape)
     ka, kb = _lattice_kind(a.dtype), _lattice_kind(b.dtype)
@@ -132,10 +148,11 @@ def broadcast(a: Optional[tuple], b: Optional[tuple]) -> Optional[tuple]:
     return tuple(reversed(out))
 
 
-def _inexact(v: Optional[AVal]) -> Optional[AVal]:
-    """The result of a function that gives floats (``mean``, ``sin``, true division)."""
+def _inexact(v: Optional[AVal], unknown_is_float: bool = False) -> Optional[AVal]:
+    """The result of a function that gives floats (``mean``, ``sin``, true division): for an
+    unknown argument, some float (when ``unknown_is_float``: never a complex input here)."""
     if v is None:
-        return None
+        return AVal(FLOATING, False, None) if unknown_is_float else None
     if _lattice_kind(v.dtype) >= 2:
         return v
     return AVal(api.DEFAULT_FLOAT, v.weak, v.shape)
@@ -452,12 +469,14 @@ class DtypesMixin:
 
 
 def _by_class(how: str, inner: Optional[AVal], shape) -> Optional[AVal]:
+    if inner is None and how == "inexact":
+        return AVal(FLOATING, False, shape)
     if inner is None:
         return None
     if how == "same":
         return AVal(inner.dtype, inner.weak, shape)
     if how == "inexact":
-        v = _inexact(inner)
+        v = _inexact(inner, True)
         return AVal(v.dtype, v.weak, shape) if v is not None else None
     if how == "bool":
         return AVal("bool", False, shape)
