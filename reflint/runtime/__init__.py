@@ -71,6 +71,15 @@ NOT_ENFORCEABLE: dict[str, str] = {
               "function also returns an Array (JAX >= 0.8 then fails at compile time, which "
               "is translated); the redundant-but-working case cannot be told apart at run "
               "time without rejecting valid programs.",
+    "REF023": "discarded-functional-update: JAX computes the update and Python drops the "
+              "result; nothing at run time sees a value that is never used.",
+    "REF024": "closed-over-ref-rebound-after-trace: not checked yet. A check is possible (at "
+              "each call of a jitted function, compare the refs its global names held at its "
+              "last trace with the ones they hold now, and fail when the call reused the "
+              "trace); it is not written.",
+    "REF026": "grad-ref-not-reset: accumulating into a gradient ref over several with_refs "
+              "calls is also how micro-batches are summed on purpose; JAX sees the same "
+              "operations either way.",
     "REF015": "unavailable-jax-api is about the JAX version the code targets, not the one "
               "installed: the installed JAX simply has the name or raises AttributeError.",
 }
@@ -81,7 +90,7 @@ ADDED_BY_REFLINT: tuple[str, ...] = ("REF004", "REF005", "REF006", "REF007", "RE
 #: Codes that JAX already raises clearly; reflint re-raises them as the matching RefError.
 TRANSLATED_FROM_JAX: tuple[str, ...] = ("REF001", "REF002", "REF003", "REF005", "REF007",
                                         "REF008", "REF011", "REF016", "REF017", "REF020",
-                                        "REF021")
+                                        "REF021", "REF022", "REF025", "REF027")
 
 __all__ = [
     "API_NAMES", "ADDED_BY_REFLINT", "ERROR_CLASSES", "NOT_ENFORCEABLE", "REGISTRY",
@@ -93,5 +102,7 @@ __all__ = [
     "CustomVjpFwdForeignRef", "TracedStateLeak", "ArrayItemAssignment", "RedundantDonation",
     "UnavailableJaxApi", "GradWithRespectToRef", "VjpOfRefWithoutWithRefs",
     "KernelReturnsValue", "OutputRefRebound", "RefViewPassedToTransform",
-    "RefWrittenInWhileCondAndBody",
+    "RefWrittenInWhileCondAndBody", "RefDtypeMismatchWrite", "DiscardedFunctionalUpdate",
+    "ClosedOverRefReboundAfterTrace", "GradRefTypeMismatch", "GradRefNotReset",
+    "CustomJvpRefEffect",
 ]

@@ -747,6 +747,9 @@ def install() -> None:
             p.set(jnp, "array", _guard_first(jnp.array, "jnp.array"))
         p.set(jax.lax, "stop_gradient", _guard_tree(jax.lax.stop_gradient,
                                                     "jax.lax.stop_gradient"))
+        # jax.device_get(ref) gives back the ref itself: a "snapshot" that keeps changing.
+        p.set(jax, "device_get", _guard_tree(jax.device_get,
+                                             "jax.device_get (which returns the ref itself)"))
         if _OLD_JAX and "optimization_barrier" in jax.lax.__dict__:
             # JAX <= 0.10: a bare AssertionError (internal error in jit); valid from 0.11 on.
             p.set(jax.lax, "optimization_barrier", _guard_tree(
