@@ -16,7 +16,9 @@ class RefUsedAsArray(Rule):
     `jax.nn`, `jax.scipy`, `jax.random`, NumPy or `math` function (`jnp.sin(x_ref)`, `np.asarray(x_ref)`,
     `lax.stop_gradient(x_ref)`), converted with `float()`/`int()`, asked for an Array-only
     method or attribute (`.sum()`, `.T`, `.reshape()`, `.astype()`), or rebound with an
-    augmented assignment (`x_ref += 1`). Valid uses are not reported: `.shape`, `.dtype`,
+    augmented assignment (`x_ref += 1`), or on the right of one (`x[...] += y_ref`),
+    formatted with a format spec (`f"{loss_ref:.4f}"`, `format(loss_ref, ".2f")`), or given to
+    `jax.device_get` (which returns the ref itself) or `jax.device_put`. Valid uses are not reported: `.shape`, `.dtype`,
     `.ndim`, `.size`, `len()`, indexing, `is None`, passing the ref to functions that take refs.
 
     ## Why is this bad?
@@ -69,6 +71,10 @@ class RefUsedAsArray(Rule):
     `False` at top level and raises `'AbstractRef' object has no attribute '_eq'` inside jit.
     JAX 0.12 says "sin got a Ref of type Ref{...} ... Did you forget to read its value with
     `ref[...]`?", also for `jnp.asarray(ref)` inside jit (silently a Ref-typed tracer on 0.10.2).
+    Measured on 0.10.2 and 0.12.0.1: `x[...] += y_ref` raises `unsupported operand type(s) for
+    +=`; a format spec raises `TypeError: unsupported format string passed to Ref.__format__`;
+    `jax.device_get(ref)` silently returns the ref itself; `jax.device_put(ref)` raises
+    `TypeError: No pxla_result_handler for type ... AbstractRef`.
     `jax.lax.optimization_barrier` takes refs from JAX 0.11 on (a bare `AssertionError` on
     0.10.2): it is reported only for older targets.
 
