@@ -1111,3 +1111,8 @@ ARRAY_METHOD_DTYPES = {
 # Functional updates of an Array (`x.at[i].set(v)`): the result has ``x``'s dtype.
 AT_UPDATE_METHODS = frozenset({"set", "add", "multiply", "mul", "divide", "power", "min",
                                "max", "apply"})
+
+# Transforms that cache the trace of their function and reuse it for later calls with the same
+# argument types: a closed-over ref is captured by the trace (REF024), and a custom_jvp
+# function with ref effects fails under them (REF027; measured: jit).
+CACHING_TRANSFORMS = frozenset({JIT, PMAP})

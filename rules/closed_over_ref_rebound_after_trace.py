@@ -12,7 +12,7 @@ _syntax = lazy("reflint.analysis.syntax")
 
 # Transforms whose compiled function is cached and reused by later calls with the same
 # argument types: a closed-over ref is captured by the first trace.
-_CACHING = frozenset({api.JIT, api.PMAP})
+_CACHING = api.CACHING_TRANSFORMS
 
 
 class ClosedOverRefReboundAfterTrace(Rule):

@@ -6,7 +6,7 @@ from reflint.rule import Finding, Rule
 from ._common import REF_EVIDENCE, ref_name, where_from
 
 # Transforms under which a custom_jvp function touching a ref fails (measured: jit).
-_STAGING = frozenset({api.JIT, api.PMAP})
+_STAGING = api.CACHING_TRANSFORMS
 
 
 class CustomJvpRefEffect(Rule):
