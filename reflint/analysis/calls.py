@@ -136,6 +136,23 @@ class CallsMixin:
             return inst
         if isinstance(fv, SpecialVal):
             return self._call_special(node, fv, args, state)
+        if fv is None and type(node.func) is cst.Attribute:
+            return self._array_method_result(node)
+        return None
+
+    def _array_method_result(self, node: cst.Call) -> Optional[Value]:
+        """``x.at[i].set(v)``, ``x.astype(t)``, ``x.sum()`` ... of an Array ``x``: an Array
+        (the dtype domain, reflint/analysis/dtypes.py, reads what it is)."""
+        func = node.func
+        meth = func.attr.value
+        receiver = func.value
+        if meth in api.AT_UPDATE_METHODS and type(receiver) is cst.Subscript and \
+                type(receiver.value) is cst.Attribute and receiver.value.attr.value == "at":
+            receiver = receiver.value.value
+        elif meth not in api.ARRAY_METHOD_DTYPES:
+            return None
+        if isinstance(self._values.get(id(receiver)), ArrayVal):
+            return ArrayVal(node)
         return None
 
     def _call_alternative(self, node: cst.Call, fv: Value, args: list, state: _State):
@@ -182,6 +199,9 @@ class CallsMixin:
                 self._array_function_args(node, qn, args)
                 if api.returns_jax_array(qn):
                     return ArrayVal(node)
+            elif qn.rpartition(".")[2] in api.ARRAY_LIKE_CONSTRUCTORS and \
+                    api.returns_jax_array(qn):
+                return ArrayVal(node)  # `jnp.zeros_like(x)`: takes refs, gives an Array
             return None
         fam = a.family
         F = api.Family

@@ -235,6 +235,15 @@ class DtypesMixin:
             left = self._aval(expr.left, depth + 1)
             right = self._aval(expr.right, depth + 1)
             op = type(expr.operator)
+            if (left is None) != (right is None) and op in (
+                    cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power):
+                # A number combined with a Python float (`x * 3.`), or divided: some float
+                # (or complex) whatever the other operand is.
+                known = left if right is None else right
+                if known.dtype == api.DEFAULT_FLOAT and known.weak or \
+                        op is cst.Divide and _lattice_kind(known.dtype) <= 2:
+                    return AVal(FLOATING, False, None)
+                return None
             if op is cst.Divide:
                 return _inexact(promote(left, right))
             if op in (cst.LeftShift, cst.RightShift, cst.BitAnd, cst.BitOr, cst.BitXor):
@@ -427,6 +436,28 @@ class DtypesMixin:
             if c.api_name == api.EMPTY_REF:
                 return self._struct_aval(_arg(ref.node, 0, "aval"))
             return None
+        if ref.origin == "merged":
+            # One of several refs (a name bound to different refs on different paths, or in
+            # different notebook cells): known when every one of them has the same.
+            keys, stack = [], [ref.key]
+            while stack and len(keys) <= 16:
+                k = stack.pop()
+                if isinstance(k, tuple) and k and k[0] == "merged":
+                    stack.extend(k[1:])
+                elif isinstance(k, tuple) and len(k) == 2 and k[0] == "new":
+                    keys.append(k[1])
+                else:
+                    return None
+            if not keys or stack:
+                return None
+            by_node = {id(c.node): c for c in self.creations}
+            avs = set()
+            for node_id in keys:
+                c = by_node.get(node_id)
+                if c is None:
+                    return None
+                avs.add(self._ref_aval(c.ref, depth + 1))
+            return avs.pop() if len(avs) == 1 else None
         if ref.origin == "param" and ref.scope is not None and isinstance(ref.key, tuple) and \
                 len(ref.key) >= 3 and ref.key[0] == "param" and \
                 (len(ref.key) == 3 or not ref.key[3]):
