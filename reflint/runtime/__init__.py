@@ -73,10 +73,6 @@ NOT_ENFORCEABLE: dict[str, str] = {
               "time without rejecting valid programs.",
     "REF023": "discarded-functional-update: JAX computes the update and Python drops the "
               "result; nothing at run time sees a value that is never used.",
-    "REF024": "closed-over-ref-rebound-after-trace: not checked yet. A check is possible (at "
-              "each call of a jitted function, compare the refs its global names held at its "
-              "last trace with the ones they hold now, and fail when the call reused the "
-              "trace); it is not written.",
     "REF026": "grad-ref-not-reset: accumulating into a gradient ref over several with_refs "
               "calls is also how micro-batches are summed on purpose; JAX sees the same "
               "operations either way.",
@@ -86,7 +82,7 @@ NOT_ENFORCEABLE: dict[str, str] = {
 
 #: Codes whose check is added by reflint (JAX does not raise, or raises an internal error).
 ADDED_BY_REFLINT: tuple[str, ...] = ("REF004", "REF005", "REF006", "REF007", "REF009", "REF010",
-                                      "REF016")
+                                      "REF016", "REF024")
 #: Codes that JAX already raises clearly; reflint re-raises them as the matching RefError.
 TRANSLATED_FROM_JAX: tuple[str, ...] = ("REF001", "REF002", "REF003", "REF005", "REF007",
                                         "REF008", "REF011", "REF016", "REF017", "REF020",
