@@ -53,9 +53,11 @@ class DiscardedFunctionalUpdate(Rule):
     assignment would make local). It is unsafe: the update, which never happened, now does.
 
     ## Known limits
-    Only receivers known to be Arrays are reported (a parameter of unknown type is not: it may
-    be a ref, whose `.at[i].set(v)` writes on JAX 0.12). A result discarded in other ways (an
-    unused variable, a dropped return value) is not reported.
+    A receiver is reported when it is known to be an Array, or is a plain name of unknown value
+    not named like a ref (`x`, `logits`; not `o_ref`, `acc_ref`): only Arrays and refs have
+    `.at[...]`, and a ref's `.at[i].set(v)` writes on JAX 0.12. Attributes and other
+    expressions of unknown value are not reported. A result discarded in other ways (an unused
+    variable, a dropped return value) is not reported.
 
     ## JAX versions
     Silent on JAX 0.10.2 and 0.12.0.1 (measured): the ref and the array keep their values, at
@@ -76,7 +78,7 @@ class DiscardedFunctionalUpdate(Rule):
         for func, stmt, call in _discarded_updates(analysis):
             receiver = call.func.value.value.value
             value = analysis.value_of(receiver)
-            if not isinstance(value, ArrayVal):
+            if not isinstance(value, ArrayVal) and not _unknown_array_name(receiver, value):
                 continue
             method = call.func.attr.value
             inner = receiver.value if isinstance(receiver, cst.Subscript) else None
@@ -94,6 +96,14 @@ class DiscardedFunctionalUpdate(Rule):
                        f"statement drops: `{text}` is unchanged. Assign the result "
                        f"(`x = x.at[...].{method}(...)`)")
             yield Finding(stmt, msg, fix=_fix_factory(stmt, receiver, func, ref is not None))
+
+
+def _unknown_array_name(receiver, value) -> bool:
+    """A local name or parameter of unknown value that is not named like a ref: only an Array
+    (or a tracer) has `.at[...].set(...)` besides a ref, and JAX's own code and kernels name
+    refs `*_ref`."""
+    return value is None and isinstance(receiver, cst.Name) and \
+        "ref" not in receiver.value.lower()
 
 
 def _discarded_updates(analysis) -> list:
