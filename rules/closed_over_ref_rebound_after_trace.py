@@ -97,7 +97,8 @@ class ClosedOverRefReboundAfterTrace(Rule):
                  any(t.kind in _CACHING for t in c.transforms)]
         if not calls:
             return
-        rebound = analysis._module_rebound()
+        bindings = _module_bindings(analysis)
+        rebound = {n for n, b in bindings.items() if len(b) > 1}
         names = {}
         for c in calls:
             for target in c.targets:
@@ -107,7 +108,6 @@ class ClosedOverRefReboundAfterTrace(Rule):
         if not names:
             return
         index = _statement_index(analysis)
-        bindings = _module_bindings(analysis)
         for name, uses in names.items():
             for stmt, idx in bindings.get(name, ()):
                 if not isinstance(stmt, cst.Assign) or \

@@ -1,4 +1,5 @@
-"""Calls (``CallsMixin``): JAX APIs, transforms, control flow, Pallas launches, NNX, partials, local functions and their bindings."""
+"""Calls (``CallsMixin``): JAX APIs, transforms, control flow, Pallas launches, NNX,
+partials, local functions and their bindings."""
 
 from __future__ import annotations
 
@@ -82,8 +83,8 @@ class CallsMixin:
         if type(node.func) is cst.Attribute and node.func.attr.value in MUTATING_METHODS:
             receiver = self._values.get(id(node.func.value))
             if not isinstance(receiver, (QN, RefVal, FuncVal, ClassVal)):
-                self.mutating_calls.append(MutatingCall(node, receiver, node.func.attr.value,
-                                                        self._func))
+                self._sink.add(MutatingCall(node, receiver, node.func.attr.value,
+                                            self._func))
         if isinstance(fv, FuncVal):
             fv = self._forwarded_api(fv) or fv
         if isinstance(fv, FuncVal) and args and not args[0][0].keyword and \
@@ -181,27 +182,15 @@ class CallsMixin:
         a = api.lookup(qn)
         if a is None:
             if qn.startswith("builtins."):
-                name = qn[len("builtins."):]
-                if name in api.BUILTINS_NEEDING_ARRAY:
-                    for arg, v in args:
-                        if isinstance(v, RefVal) and not arg.keyword:
-                            self._ref_use("builtin", arg.value, v, node, name)
-                elif name == "format" and len(args) == 2 and \
-                        isinstance(args[0][1], RefVal) and not args[0][1].tree:
-                    # `format(loss_ref, ".4f")`: a Ref has no format spec (TypeError).
-                    self._ref_use("format", args[0][0].value, args[0][1], node, " by format()")
-                if name in ("tuple", "list") and len(args) == 1:
-                    v = args[0][1]
-                    if isinstance(v, SeqVal):
-                        return SeqVal(v.items, name)
-                return None
+                return self._call_builtin(node, qn[len("builtins."):], args)
             if api.is_array_function(qn):
                 self._array_function_args(node, qn, args)
                 if api.returns_jax_array(qn):
                     return ArrayVal(node)
-            elif qn.rpartition(".")[2] in api.ARRAY_LIKE_CONSTRUCTORS and \
-                    api.returns_jax_array(qn):
-                return ArrayVal(node)  # `jnp.zeros_like(x)`: takes refs, gives an Array
+            elif api.returns_jax_array(qn) and \
+                    qn.rsplit(".", 1)[1] in api.ARRAY_LIKE_CONSTRUCTORS:
+                # `jnp.zeros_like(x_ref)` takes a ref on purpose, and gives an Array.
+                return ArrayVal(node)
             return None
         fam = a.family
         F = api.Family
@@ -210,9 +199,9 @@ class CallsMixin:
             init_value = init_arg[1] if init_arg else None
             ref = RefVal(key=("new", id(node)), origin="created", node=node, scope=self._func,
                          kwargs={arg.keyword.value: arg.value for arg, _ in args if arg.keyword})
-            self.creations.append(Creation(node, self._func, ref,
-                                           init_arg[0].value if init_arg else None,
-                                           init_value, a.name))
+            self._sink.add(Creation(node, self._func, ref,
+                                    init_arg[0].value if init_arg else None,
+                                    init_value, a.name))
             return ref
         if fam is F.NNX:
             return self._call_nnx(node, a, args)
@@ -220,7 +209,7 @@ class CallsMixin:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):
                 ref = target[1]
-                self.freezes.append(Freeze(node, self._func, target[0].value, ref))
+                self._sink.add(Freeze(node, self._func, target[0].value, ref))
                 state.frozen.setdefault(ref.key, node)  # the first freeze ends the ref
             return ArrayVal(node)
         if fam is F.FREE:  # jax.free_ref(ref) ends the ref, as a freeze does
@@ -294,6 +283,21 @@ class CallsMixin:
             if a.result is api.Result.PASS_THROUGH:
                 return first
             return ArrayVal(node) if isinstance(first, ArrayVal) else None
+        return None
+
+    def _call_builtin(self, node: cst.Call, name: str, args: list) -> Optional[Value]:
+        if name in api.BUILTINS_NEEDING_ARRAY:
+            for arg, v in args:
+                if isinstance(v, RefVal) and not arg.keyword:
+                    self._ref_use("builtin", arg.value, v, node, name)
+        elif name == "format" and len(args) == 2 and \
+                isinstance(args[0][1], RefVal) and not args[0][1].tree:
+            # `format(loss_ref, ".4f")`: a Ref has no format spec (TypeError).
+            self._ref_use("format", args[0][0].value, args[0][1], node, " by format()")
+        if name in ("tuple", "list") and len(args) == 1:
+            v = args[0][1]
+            if isinstance(v, SeqVal):
+                return SeqVal(v.items, name)
         return None
 
     def _call_nnx(self, node: cst.Call, a: "api.Api", args: list) -> Optional[Value]:
@@ -517,22 +521,22 @@ class CallsMixin:
 
     def _call_special(self, node, fv: SpecialVal, args, state) -> Optional[Value]:
         if fv.kind == "traced_constructor":
-            self.traced_constructors.append(TracedConstructor(node, self._func, fv.api_name,
-                                                              fv.target, fv.node))
+            self._sink.add(TracedConstructor(node, self._func, fv.api_name,
+                                             fv.target, fv.node))
             return None
         if fv.kind == "vjp_fn":  # the VJP function applied to cotangents
-            self.vjp_applications.append(VjpApplication(node, fv.target, self._func))
+            self._sink.add(VjpApplication(node, fv.target, self._func))
             return None
         if fv.kind == "vjp_with_refs":  # vjp_fn.with_refs(*entries): a VJP function again
             plain = not any(arg.star or arg.keyword for arg, _ in args)
-            self.with_refs_calls.append(WithRefs(node, fv.target, self._func,
-                                                 list(args) if plain else None))
+            self._sink.add(WithRefs(node, fv.target, self._func,
+                                    list(args) if plain else None))
             entries = len(args) if plain else None
             return SpecialVal("vjp_bound", (fv.target, node, entries), node, fv.api_name)
         if fv.kind == "vjp_bound":
             vjp, with_refs, entries = fv.target
-            self.vjp_applications.append(VjpApplication(node, vjp, self._func, with_refs,
-                                                        entries))
+            self._sink.add(VjpApplication(node, vjp, self._func, with_refs,
+                                          entries))
             return None
         if fv.kind == "defvjp":
             primal: FuncVal = fv.target
@@ -564,13 +568,13 @@ class CallsMixin:
             kernels = kernel.alts if isinstance(kernel, OneOf) else (kernel,)
             targets = [k.info for k in kernels if isinstance(k, FuncVal)]
             if targets:
-                self.traced_calls.append(TracedCall(
+                self._sink.add(TracedCall(
                     kind=fv.api_name, node=node, func=self._func, targets=targets,
                     transforms=(), operands=[(v, a.value) for a, v in args], bindings={}))
                 n = None if any(a.star for a, _ in args) else \
                     sum(1 for a, _ in args if a.keyword is None)
-                self.kernel_launches.append(KernelLaunch(targets, fv.api_name, node, n,
-                                                         fv.kwargs or {}))
+                self._sink.add(KernelLaunch(targets, fv.api_name, node, n,
+                                            fv.kwargs or {}))
             return None
         return None
 
@@ -593,7 +597,7 @@ class CallsMixin:
         self._bind_call(node, wrapped, positional, {}, "traced")
         if a.result is api.Result.VJP and not any(arg.star for arg, _ in rest):
             vjp = VjpCall(node, self._func, target.info, [(v, e) for _, v, e in positional])
-            self.vjp_calls.append(vjp)
+            self._sink.add(vjp)
             fn = SpecialVal("vjp_fn", vjp, node, a.name)
             aux = next((arg.value for arg, _ in rest
                         if arg.keyword is not None and arg.keyword.value == "has_aux"), None)
@@ -633,9 +637,9 @@ class CallsMixin:
     def _record_unbindable(self, node, fv: FuncVal, args) -> None:
         if not fv.transforms:
             fv.info.callers.append((self._func, node))
-            self.plain_calls.append(PlainCall(node, self._func, fv.info, {}))
+            self._sink.add(PlainCall(node, self._func, fv.info, {}))
         else:
-            self.traced_calls.append(TracedCall(
+            self._sink.add(TracedCall(
                 kind=fv.transforms[-1].kind, node=node, func=self._func, targets=[fv.info],
                 transforms=fv.transforms, operands=[(v, a.value) for a, v in args],
                 bindings={}))
@@ -697,11 +701,11 @@ class CallsMixin:
             info.call_envs.append(dict(self._cur_state.env))
         operands = [(b.value, b.expr) for b in bindings.values() if b.expr is not None]
         if mode == "traced":
-            self.traced_calls.append(TracedCall(
+            self._sink.add(TracedCall(
                 kind=fv.transforms[-1].kind, node=node, func=self._func, targets=[info],
                 transforms=fv.transforms, operands=operands, bindings={id(info): bindings}))
         elif mode == "plain":
-            self.plain_calls.append(PlainCall(node, self._func, info, bindings))
+            self._sink.add(PlainCall(node, self._func, info, bindings))
         return bindings
 
     def _seed(self, info: FunctionInfo, name: str, value: Value) -> None:
@@ -768,9 +772,9 @@ class CallsMixin:
             targets.append(fv.info)
             all_bindings[id(fv.info)] = b
         if calls or operands:
-            self.traced_calls.append(TracedCall(kind=a.name, node=node, func=self._func,
-                                                targets=targets, transforms=(),
-                                                operands=operands, bindings=all_bindings))
+            self._sink.add(TracedCall(kind=a.name, node=node, func=self._func,
+                                      targets=targets, transforms=(),
+                                      operands=operands, bindings=all_bindings))
         if a.result is api.Result.PAIR:
             return SeqVal((None, None))
         return None
@@ -778,8 +782,8 @@ class CallsMixin:
     # -- events ------------------------------------------------------------------------------
 
     def _ref_use(self, kind, expr, ref: RefVal, context, detail: str) -> None:
-        self.ref_uses.append(RefUse(kind, expr, ref, context, detail, self._func))
+        self._sink.add(RefUse(kind, expr, ref, context, detail, self._func))
 
     def _record_access(self, kind, node, ref_expr, ref: RefVal, value_expr, state) -> None:
-        self.accesses.append(RefAccess(kind, node, ref_expr, ref, value_expr, self._func))
+        self._sink.add(RefAccess(kind, node, ref_expr, ref, value_expr, self._func))
 

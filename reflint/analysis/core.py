@@ -28,26 +28,11 @@ from .dependence import DependenceMixin
 from .dtypes import DtypesMixin
 from .expressions import ExpressionsMixin
 from .facts import (
-    AttributeWrite,
     ClassInfo,
-    Creation,
-    Freeze,
+    Facts,
     FunctionInfo,
-    ItemWrite,
-    KernelEntry,
-    KernelLaunch,
-    MutatingCall,
     Param,
-    PlainCall,
-    RefAccess,
-    RefUse,
     ReturnFact,
-    TracedCall,
-    TracedConstructor,
-    UseAfterFreeze,
-    VjpApplication,
-    VjpCall,
-    WithRefs,
 )
 from .queries import QueriesMixin
 from .state import (
@@ -64,7 +49,7 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
     """Analysis of one module. Build with ``ModuleAnalysis(module)``; rules read the facts."""
 
     def __init__(self, module: cst.Module, path: str = "<string>", settings=None,
-                 source: Optional[str] = None, gate_verdict=None):
+                 source: Optional[str] = None, gate_verdict=None, positions=None):
         self.module = module
         self.path = path
         if settings is None:
@@ -80,6 +65,9 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
         self.classes: dict[int, ClassInfo] = {}
         self.has_star_import = False
         self._pallas_kernels: dict[int, set] = {}  # id(kernel info) -> non-ref param names
+        # The nodes' positions: ``get(node)`` gives a libcst CodeRange (reflint.positions, the
+        # fast tree's ast positions); None: libcst's provider over the module, when first asked.
+        self._positions = positions
         self._run()
 
     def release(self) -> None:
@@ -96,7 +84,6 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
     # -- driver ------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        self._positions = None
         prev_sig = None
         for _ in range(MAX_ROUNDS):
             self._reset_round()
@@ -122,23 +109,8 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
         self._queue: list[FunctionInfo] = []
         self._queued: set = set()
         self._interprocedural = False
-        self.returns: list[ReturnFact] = []
-        self.ref_uses: list[RefUse] = []
-        self.accesses: list[RefAccess] = []
-        self.creations: list[Creation] = []
-        self.freezes: list[Freeze] = []
-        self.vjp_calls: list[VjpCall] = []
-        self.vjp_applications: list[VjpApplication] = []
-        self.with_refs_calls: list[WithRefs] = []
-        self.after_freeze: list[UseAfterFreeze] = []
-        self.traced_calls: list[TracedCall] = []
-        self.plain_calls: list[PlainCall] = []
-        self.attribute_writes: list[AttributeWrite] = []
-        self.item_writes: list[ItemWrite] = []
-        self.mutating_calls: list[MutatingCall] = []
-        self.kernel_entries: list[KernelEntry] = []
-        self.kernel_launches: list[KernelLaunch] = []
-        self.traced_constructors: list[TracedConstructor] = []
+        self.facts = Facts()  # what the rules read
+        self._sink = self.facts  # where the evaluator records (DiscardFacts while replaying)
         self._new_seeds: dict = {}  # id(info) -> {param: Value}
         self._new_returns: dict = {}  # id(info) -> Value
         self._new_attrs: dict = {}  # id(cls) -> {attr: Value}
@@ -238,7 +210,7 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
             value = self._eval(info.node.body, state)
             fact = ReturnFact(info, info.node, info.node.body, value)
             info.returns.append(fact)
-            self.returns.append(fact)
+            self._sink.add(fact)
             self._note_return(info, value)
             if deps is not None:
                 self._dep.frame.returns |= self._dep_of(info.node.body)
@@ -334,3 +306,12 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
                 return QN(f"{base.qualname}.{expr.attr.value}")
         return None
 
+
+def _fact_list(name: str) -> property:
+    return property(lambda self: getattr(self.facts, name),
+                    doc=f"The recorded facts of one kind (``facts.{name}``).")
+
+
+for _name in Facts.KINDS.values():  # analysis.accesses, analysis.returns, ...
+    setattr(ModuleAnalysis, _name, _fact_list(_name))
+del _name

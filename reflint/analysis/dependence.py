@@ -35,6 +35,7 @@ from .constants import (
     MAX_DEPENDENCE_DEPTH,
 )
 from .facts import (
+    DiscardFacts,
     FunctionInfo,
 )
 from .state import (
@@ -59,7 +60,7 @@ class DependenceMixin:
         (``_dep_expr``, next to its value), and enters the local functions the root calls with
         their parameters' dependence, so each helper is evaluated in the context of each call
         (memoized per root, ``MAX_DEPENDENCE_DEPTH`` deep). These evaluations record no fact:
-        the module's facts are kept aside and restored (``_replaying``)."""
+        they write to a discarding sink (``_replaying``)."""
         if not roots:
             return []
         dep = _Dependence(self, roots)
@@ -82,8 +83,9 @@ class DependenceMixin:
 
     @contextlib.contextmanager
     def _replaying(self, dep: "_Dependence"):
-        """Evaluate with ``dep`` tracking the dependence, then restore every fact: the lists,
-        tables and per-function records the evaluation appends to or updates."""
+        """Evaluate with ``dep`` tracking the dependence: facts go to a sink that keeps nothing
+        (``DiscardFacts``), and the evaluator's own tables and per-function records (values,
+        roles, summaries, seeds) are set aside and restored afterwards."""
         def fresh(v):
             t = type(v)
             if t is list:
@@ -105,6 +107,7 @@ class DependenceMixin:
             for k, v in d.items():
                 if type(v) in (dict, list, set):
                     o.__dict__[k] = v.copy()
+        self._sink = DiscardFacts()
         self._dep = dep
         self._eval = self._eval_dep  # the same evaluation, with the dependence of each value
         try:

@@ -328,3 +328,54 @@ class DependentWrite:
     inputs: frozenset  # names of the differentiated parameters the value depends on
     ref_kind: str  # 'closed-over' or 'argument'
 
+
+# --------------------------------------------------------------------------------------------
+# The fact sink
+# --------------------------------------------------------------------------------------------
+
+
+class Facts:
+    """The fact sink: every fact the evaluation records goes through :meth:`add`, into the list
+    of its kind; rules read the lists (``analysis.accesses`` is ``analysis.facts.accesses``).
+
+    To record a new kind of fact: a dataclass above, an entry in ``KINDS`` (its list's name),
+    ``self._sink.add(TheFact(...))`` where the evaluator sees it, and a query or the list for
+    the rules."""
+
+    KINDS = {
+        ReturnFact: "returns",
+        RefUse: "ref_uses",
+        RefAccess: "accesses",
+        Creation: "creations",
+        Freeze: "freezes",
+        VjpCall: "vjp_calls",
+        VjpApplication: "vjp_applications",
+        WithRefs: "with_refs_calls",
+        UseAfterFreeze: "after_freeze",
+        TracedCall: "traced_calls",
+        PlainCall: "plain_calls",
+        AttributeWrite: "attribute_writes",
+        ItemWrite: "item_writes",
+        MutatingCall: "mutating_calls",
+        KernelEntry: "kernel_entries",
+        KernelLaunch: "kernel_launches",
+        TracedConstructor: "traced_constructors",
+    }
+    __slots__ = tuple(KINDS.values())
+
+    def __init__(self):
+        for name in self.KINDS.values():
+            setattr(self, name, [])
+
+    def add(self, fact) -> None:
+        getattr(self, self.KINDS[type(fact)]).append(fact)
+
+
+class DiscardFacts(Facts):
+    """A sink that keeps nothing: the dependence evaluation (REF008) runs the evaluator again,
+    and what it sees again is not a new fact."""
+
+    __slots__ = ()
+
+    def add(self, fact) -> None:
+        pass

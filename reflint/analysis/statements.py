@@ -1,4 +1,5 @@
-"""The evaluator's statements and bindings (``StatementsMixin``): program order, branches, loops, defs, classes, imports, scopes and closures."""
+"""The evaluator's statements and bindings (``StatementsMixin``): program order, branches,
+loops, defs, classes, imports, scopes and closures."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ from .syntax import (
     _as_name,
     _body,
     _in_own_scope,
-    _op_text,
+    op_text,
     child_nodes,
     dotted_name,
     walk_nodes,
@@ -245,7 +246,7 @@ class StatementsMixin:
             value = self._eval(stmt.value, state) if stmt.value is not None else None
             fact = ReturnFact(self._func, stmt, stmt.value, value)
             self._func.returns.append(fact)
-            self.returns.append(fact)
+            self._sink.add(fact)
             self._note_return(self._func, value)
             if state.deps is not None and stmt.value is not None:
                 self._dep.frame.returns |= self._dep_of(stmt.value)
@@ -300,25 +301,25 @@ class StatementsMixin:
         rhs = self._eval(stmt.value, state)
         if isinstance(rhs, RefVal) and not rhs.tree:
             # `x[...] += y_ref`: the unread ref is an operand, as in `x[...] = x[...] + y_ref`.
-            self._ref_use("binop", stmt.value, rhs, stmt, _op_text(stmt.operator))
+            self._ref_use("binop", stmt.value, rhs, stmt, op_text(stmt.operator))
         if isinstance(target, cst.Subscript):
             base = self._eval(target.value, state)
             self._eval_slices(target, state)
             if isinstance(base, RefVal):
                 self._record_access("augitem", stmt, target.value, base, stmt.value, state)
             else:
-                self.item_writes.append(ItemWrite(stmt, base, stmt.value, self._func, target))
+                self._sink.add(ItemWrite(stmt, base, stmt.value, self._func, target))
         elif isinstance(target, cst.Name):
             v = self._lookup(target.value, target, state)
             if isinstance(v, RefVal):
-                self._ref_use("augassign", target, v, stmt, _op_text(stmt.operator))
+                self._ref_use("augassign", target, v, stmt, op_text(stmt.operator))
         elif isinstance(target, cst.Attribute):
             base = self._eval(target.value, state)
             cur = self._attribute_value(base, target.attr.value)
             if isinstance(cur, RefVal):
-                self._ref_use("augassign", target, cur, stmt, _op_text(stmt.operator))
-            self.attribute_writes.append(AttributeWrite(stmt, base, target.attr.value, None,
-                                                        self._func))
+                self._ref_use("augassign", target, cur, stmt, op_text(stmt.operator))
+            self._sink.add(AttributeWrite(stmt, base, target.attr.value, None,
+                                          self._func))
         if state.deps is not None:
             deps = self._dep_of(stmt.value)
             if isinstance(target, cst.Name):
@@ -497,13 +498,13 @@ class StatementsMixin:
                             [(None, None, None) for _ in callee.receives], {}, "plain")
             return None
         self._mark_kernel(fv, node, callee, kwargs)
-        self.kernel_entries.append(KernelEntry(fv.info, a.name, callee, node))
+        self._sink.add(KernelEntry(fv.info, a.name, callee, node))
         if a.result is api.Result.LAUNCHER:
             return SpecialVal("launcher", fv, node, a.name, dict(kwargs))
         # run_scoped / core_map: the body runs now, inside the enclosing kernel's trace.
-        self.traced_calls.append(TracedCall(kind=a.name, node=node, func=self._func,
-                                            targets=[fv.info], transforms=(), operands=[],
-                                            bindings={}))
+        self._sink.add(TracedCall(kind=a.name, node=node, func=self._func,
+                                  targets=[fv.info], transforms=(), operands=[],
+                                  bindings={}))
         fv.info.callers.append((self._func, node))
         return None
 
@@ -563,7 +564,7 @@ class StatementsMixin:
             if isinstance(base, RefVal):
                 self._record_access("setitem", stmt, target.value, base, value_expr, state)
             else:
-                self.item_writes.append(ItemWrite(stmt, base, value_expr, self._func, target))
+                self._sink.add(ItemWrite(stmt, base, value_expr, self._func, target))
         elif t is cst.Attribute:
             base = self._eval(target.value, state)
             attr = target.attr.value
@@ -578,7 +579,7 @@ class StatementsMixin:
                 if is_interesting(value):
                     # Read elsewhere (module code after `h = Holder()`) next round.
                     self._interprocedural = True
-            self.attribute_writes.append(AttributeWrite(stmt, base, attr, value, self._func))
+            self._sink.add(AttributeWrite(stmt, base, attr, value, self._func))
         elif t is cst.StarredElement:
             self._bind_target(target.value, None, state, stmt)
 
