@@ -508,8 +508,14 @@ APIS: tuple = (
         primals="tuple", runtime="jvp", ref_argument_error=((None, _GET_ERROR),)),
     Api("vjp", _src("api", "vjp"), Family.TRANSFORM, Result.VJP, role=Role.VJP,
         primals="varargs", runtime="call"),
+    # Measured 0.10.2 and 0.12.0.1: linearize computes the primal output, and the linearized
+    # function fails when called (with any tangent).
     Api("linearize", _src("api", "linearize"), Family.TRANSFORM, Result.UNKNOWN,
-        role=Role.LINEARIZE, primals="varargs", runtime="call"),
+        role=Role.LINEARIZE, primals="varargs", runtime="call",
+        ref_argument_error=((None, "JAX computes the primal output, and the linearized "
+                                   "function fails when called: `ValueError: linearized "
+                                   "function called on tangent values inconsistent with the "
+                                   "original primal values`"),)),
     Api("checkpoint", ("jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint",
                        "jax.ad_checkpoint.remat", "jax._src.ad_checkpoint.checkpoint",
                        "jax._src.ad_checkpoint.remat"),
@@ -635,6 +641,14 @@ APIS: tuple = (
     Api("optimization_barrier", ("jax.lax.optimization_barrier",
                                  "jax._src.ad_checkpoint.optimization_barrier"),
         Family.ARRAY, Result.PASS_THROUGH, accepts_refs_since=(0, 11, 0)),
+    # Measured 0.10.2 and 0.12.0.1: device_get gives back the ref itself (a "snapshot" that
+    # keeps changing), device_put fails ("No pxla_result_handler for type ... AbstractRef").
+    Api("device_get", _src("api", "device_get"), Family.ARRAY, Result.PASS_THROUGH,
+        word="which returns the ref itself, not a copy of its value: later writes show "
+             "through the \"snapshot\""),
+    Api("device_put", _src("api", "device_put"), Family.ARRAY, Result.ARRAY,
+        word="which fails on a Ref (`TypeError: No pxla_result_handler for type ... "
+             "AbstractRef`)"),
     Api("partial", ("functools.partial",), Family.PARTIAL),
     # Entries of `vjp_fn.with_refs(...)` other than a gradient ref (JAX 0.10.2 and later).
     Api("GradValue", ("jax.ad.GradValue",), Family.GRAD_ENTRY, word="return the gradient as a "
@@ -1122,3 +1136,86 @@ def kwarg_availability(constructor: str, keyword: str, version: tuple) -> tuple[
     if statuses is None:
         return None, ""
     return _status_at(statuses, version), _span(statuses, (YES, DEPRECATED))
+
+
+# --------------------------------------------------------------------------------------------
+# Dtypes (reflint/analysis/dtypes.py): what the array constructors and functions give.
+# Measured on JAX 0.10.2 and 0.12.0.1 with 64-bit types off (the default): a ref write must
+# match the ref's dtype exactly, Python scalars included (`f32_ref[...] = 0` fails: "Invalid
+# dtype for `swap`. Ref dtype: float32. Value dtype: int32"); NumPy's 64-bit values are
+# canonicalized to 32 bits first.
+# --------------------------------------------------------------------------------------------
+
+DTYPE_KINDS = {  # dtype -> (kind, bits): kind 0 bool, 1 signed int, 2 unsigned, 3 float, 4 complex
+    "bool": (0, 8), "int8": (1, 8), "int16": (1, 16), "int32": (1, 32), "int64": (1, 64),
+    "uint8": (2, 8), "uint16": (2, 16), "uint32": (2, 32), "uint64": (2, 64),
+    "bfloat16": (3, 16), "float16": (3, 16), "float32": (3, 32), "float64": (3, 64),
+    "complex64": (4, 64), "complex128": (4, 128),
+    # Some float dtype, which one unknown: what `jnp.mean`/`jnp.sin` give for unknown input.
+    "floating": (3, 0),
+}
+# Other spellings of those dtypes (the last name of `jnp.X`, `np.X`, a builtin, a string).
+DTYPE_ALIASES = {
+    "bool_": "bool", "half": "float16", "single": "float32", "double": "float64",
+    "float_": "float32", "int_": "int32", "uint": "uint32", "complex_": "complex64",
+    "float": "float32", "int": "int32", "complex": "complex64", "bf16": "bfloat16",
+    "f32": "float32", "f16": "float16", "i32": "int32",
+}
+# The default dtype of each kind's Python scalar and of `jnp` constructors (64-bit types off).
+DEFAULT_INT, DEFAULT_FLOAT, DEFAULT_COMPLEX = "int32", "float32", "complex64"
+
+# Array constructors: last name -> (how the dtype is found, position of the dtype argument).
+# "float": the default float dtype unless `dtype=` says; "like": the first argument's dtype;
+# "fill": the fill value's (argument 1); "data": the data's (argument 0); "arange": int when
+# every bound is an int, else float; "int"/"bool": that dtype.
+ARRAY_CONSTRUCTOR_DTYPES = {
+    "zeros": ("float", 1), "ones": ("float", 1), "empty": ("float", 1), "eye": ("float", 3),
+    "identity": ("float", 1), "linspace": ("float", 5), "full": ("fill", 2),
+    "zeros_like": ("like", 1), "ones_like": ("like", 1), "empty_like": ("like", 1),
+    "full_like": ("like", 2), "array": ("data", 1), "asarray": ("data", 1),
+    "arange": ("arange", 3),
+    # jax.random (their dtype keyword is the last positional one)
+    "normal": ("float", 2), "uniform": ("float", 2), "truncated_normal": ("float", 4),
+    "randint": ("int", 4), "bernoulli": ("bool", None),
+}
+# Array functions by how their result's dtype follows their arguments: "same" (the first
+# argument's), "promote" (the promotion of the first two), "inexact" (float for integer
+# input), "bool", "index" (int32).
+ARRAY_FUNCTION_DTYPES = {
+    **dict.fromkeys(("reshape", "transpose", "squeeze", "expand_dims", "ravel", "flip",
+                     "roll", "tile", "repeat", "broadcast_to", "negative", "abs", "absolute",
+                     "max", "min", "amax", "amin", "cumsum", "clip", "sort", "square",
+                     "stop_gradient", "concatenate", "stack", "take", "diag", "tril", "triu",
+                     "pad", "where_values", "sign", "real", "conj"), "same"),
+    **dict.fromkeys(("add", "subtract", "multiply", "maximum", "minimum", "dot", "matmul",
+                     "einsum_pair", "power", "remainder", "floor_divide", "outer", "inner",
+                     "kron"), "promote"),
+    **dict.fromkeys(("sin", "cos", "tan", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
+                     "tanh", "sigmoid", "relu", "gelu", "softmax", "log_softmax", "mean",
+                     "var", "std", "true_divide", "divide", "arctan", "arcsin", "arccos",
+                     "sinh", "cosh", "exp2", "log2", "log10", "logsumexp", "norm", "average",
+                     "median", "erf", "silu", "softplus"), "inexact"),
+    **dict.fromkeys(("greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
+                     "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not",
+                     "logical_xor", "any", "all", "isclose", "signbit"), "bool"),
+    **dict.fromkeys(("argmax", "argmin", "argsort", "searchsorted", "count_nonzero",
+                     "digitize"), "index"),
+}
+# Array methods (`x.sum()`, `x.astype(t)`) by the same classes; "astype": the argument's.
+ARRAY_METHOD_DTYPES = {
+    **dict.fromkeys(("reshape", "transpose", "squeeze", "ravel", "flatten", "max", "min",
+                     "cumsum", "clip", "copy", "round", "conj", "swapaxes", "block_until_ready",
+                     "sort"), "same"),
+    **dict.fromkeys(("mean", "var", "std"), "inexact"),
+    **dict.fromkeys(("any", "all"), "bool"),
+    **dict.fromkeys(("argmax", "argmin", "argsort"), "index"),
+    "astype": "astype", "view": "astype",
+}
+# Functional updates of an Array (`x.at[i].set(v)`): the result has ``x``'s dtype.
+AT_UPDATE_METHODS = frozenset({"set", "add", "multiply", "mul", "divide", "power", "min",
+                               "max", "apply"})
+
+# Transforms that cache the trace of their function and reuse it for later calls with the same
+# argument types: a closed-over ref is captured by the trace (REF024), and a custom_jvp
+# function with ref effects fails under them (REF027; measured: jit).
+CACHING_TRANSFORMS = frozenset({JIT, PMAP})

@@ -20,7 +20,7 @@ from .codes import CODES, META_CODES
 from .config import ConfigError, Resolver, overrides_from_args, show_settings
 from .engine import FileResult, fix_source, lint_bytes
 from .engine import decode, is_candidate, is_skipped_file, lint_non_candidate, lint_source
-from .engine import INTERNAL_ERROR, internal_error, not_checked, parse_error
+from .engine import INTERNAL_ERROR, internal_error, not_checked
 from .output import (format_concise, format_github, format_gitlab, format_json, format_junit,
                      format_pylint, format_sarif, format_statistics, format_statistics_json,
                      format_text, summary_line, use_color)

@@ -16,7 +16,7 @@ from typing import Optional
 from . import limits
 from ._lazy import lazy
 from .codes import CODES, META_CODES
-from .diagnostics import SAFE, Diagnostic
+from .diagnostics import Diagnostic
 from .rule import all_rules
 from .settings import Settings
 

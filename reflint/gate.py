@@ -194,6 +194,8 @@ class _Walker:
         # Calls passing one of api.REF_KEYWORDS (`nnx.Param(x, ref=True)`): (chain, scope), or
         # True when such a call's callee is not a chain of the imports.
         self.ref_keyword_calls: list = []
+        # An expression statement `X.at[i].set(v)` (REF023: the update is dropped).
+        self.discarded = False
 
     def release(self) -> None:
         """Break the cycles between scopes and the expressions that read them, so everything
@@ -246,6 +248,8 @@ class _Walker:
     def stmt(self, s) -> None:
         t = type(s)
         if t is ast.Expr:
+            if not self.discarded and _is_at_update(s.value):
+                self.discarded = True
             self.read(s.value)
         elif t is ast.Assign:
             if type(s.value) is ast.Name and all(type(tg) is ast.Subscript for tg in s.targets):
@@ -709,6 +713,13 @@ def _merge(outer: _Expr, inner: _Expr) -> None:
     outer.opaque_call = outer.opaque_call or inner.opaque_call
 
 
+def _is_at_update(node) -> bool:
+    """``X.at[i].set(v)`` (any method of api.AT_UPDATE_METHODS)."""
+    return type(node) is ast.Call and type(node.func) is ast.Attribute and \
+        node.func.attr in api.AT_UPDATE_METHODS and type(node.func.value) is ast.Subscript and \
+        type(node.func.value.value) is ast.Attribute and node.func.value.value.attr == "at"
+
+
 def _dotted(node) -> Optional[str]:
     """``a.b.c`` for a chain of attributes on a name, else None."""
     parts = []
@@ -773,23 +784,27 @@ def _import_roots(source: str) -> set:
 
 
 # The rules that can report in a file without Refs, and the answer that says they may.
-REFLESS_RULES = {"REF012": "leak", "REF013": "array_item", "REF015": "unavailable"}
+REFLESS_RULES = {"REF012": "leak", "REF013": "array_item", "REF015": "unavailable",
+                 "REF023": "discarded"}
 
 
 class Verdict:
     """The gate's answers: what may make a file have findings. An answer is True (maybe),
     False (no) or None (not asked: the file is analysed anyway)."""
 
-    __slots__ = ("array_item", "leak", "refs", "unavailable")
+    __slots__ = ("array_item", "discarded", "leak", "refs", "unavailable")
 
-    def __init__(self, refs=False, unavailable=False, leak=False, array_item=False):
+    def __init__(self, refs=False, unavailable=False, leak=False, array_item=False,
+                 discarded=False):
         self.refs = refs
         self.unavailable = unavailable
         self.leak = leak
         self.array_item = array_item
+        self.discarded = discarded
 
     def __bool__(self) -> bool:
-        return bool(self.refs or self.unavailable or self.leak or self.array_item)
+        return bool(self.refs or self.unavailable or self.leak or self.array_item or
+                    self.discarded)
 
     def may_fire(self, code: str) -> bool:
         """Rule ``code`` may report: any rule where there are refs; without, only a rule of
@@ -801,10 +816,10 @@ class Verdict:
 
     def __repr__(self) -> str:
         return (f"Verdict(refs={self.refs}, unavailable={self.unavailable}, leak={self.leak}, "
-                f"array_item={self.array_item})")
+                f"array_item={self.array_item}, discarded={self.discarded})")
 
 
-_EVERYTHING = Verdict(True, True, True, True)
+_EVERYTHING = Verdict(True, True, True, True, True)
 
 
 def parse(source: str) -> Optional[ast.Module]:
@@ -888,8 +903,12 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
             unavailable = True
     # An answer not asked for (an earlier one was yes) stays None: unknown.
     v = Verdict(refs=refs, unavailable=unavailable and "REF015" in enabled, leak=None,
-                array_item=None)
+                array_item=None, discarded=None)
     if refs or (v.unavailable and not complete):
+        return v
+    # REF023: an update dropped by an expression statement (syntax only).
+    v.discarded = w.discarded and "REF023" in enabled
+    if v.discarded and not complete:
         return v
     v.leak = False
     if leak_api and "REF012" in enabled:

@@ -12,7 +12,6 @@ from .codes import CODES
 from .diagnostics import Diagnostic, Fix, Related
 
 if TYPE_CHECKING:  # pragma: no cover
-    import libcst as cst
 
     from .analysis import ModuleAnalysis
 

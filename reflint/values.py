@@ -251,9 +251,13 @@ class NnxVal(Value):
 
 @dataclass(eq=False)
 class ArrayVal(Value):
-    """A JAX Array (result of jax.numpy / jax.lax / jax.random, or the read of a ref)."""
+    """A JAX Array (result of jax.numpy / jax.lax / jax.random, or the read of a ref).
+
+    ``also``: after branches merge, the other expressions the value may come from (the dtype
+    domain, reflint/analysis/dtypes.py, knows a dtype only when they all agree)."""
 
     node: Optional["cst.CSTNode"] = None
+    also: tuple = ()
 
 
 @dataclass(eq=False)
@@ -393,7 +397,11 @@ def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
     if isinstance(a, DictVal) and isinstance(b, DictVal) and a.items.keys() == b.items.keys():
         return DictVal({k: join(a.items[k], b.items[k]) for k in a.items})
     if isinstance(a, ArrayVal) and isinstance(b, ArrayVal):
-        return a
+        if a.node is b.node:
+            return a
+        also = a.also + tuple(n for n in (b.node,) + b.also if n is not a.node
+                              and all(n is not m for m in a.also))
+        return ArrayVal(a.node, also[:8]) if len(also) <= 8 else ArrayVal(a.node, (None,))
     if isinstance(a, FuncVal) and isinstance(b, FuncVal) and a.info is b.info and \
             a.transforms == b.transforms:
         return a

@@ -6,7 +6,7 @@ from reflint.diagnostics import UNSAFE
 from reflint.rule import Finding, Rule
 from reflint.values import iter_refs
 
-from ._common import (REF_EVIDENCE, nnx_what, nnx_words, read_fix_factory, ref_name,
+from ._common import (REF_EVIDENCE, nnx_words, read_fix_factory, ref_name,
                       where_from)
 
 cst = lazy("libcst")
@@ -22,7 +22,7 @@ class GradWithRespectToRef(Rule):
     `jit`) when one of its differentiated arguments (`argnums`, 0 by default) receives a Ref, a
     pytree holding a Ref, or a module holding ref Variables, at a call site the analysis sees.
     Refs passed at positions that are not differentiated are plumbing refs and are fine.
-    `jax.jvp` with a Ref primal is reported too, and, when the target JAX is older than 0.11,
+    `jax.jvp` and `jax.linearize` with a Ref primal are reported too, and, when the target JAX is older than 0.11,
     a `jax.vjp` with respect to a Ref whose VJP function is applied through `with_refs` (except
     for entries `jax.ad.DontWant()`): those versions cannot differentiate with respect to a Ref
     at all.
@@ -71,14 +71,17 @@ class GradWithRespectToRef(Rule):
     ## Known limits
     Only calls the analysis sees are checked: a function differentiated here and called from
     another module, or `argnums` that is not a literal int or tuple of ints, is not reported.
-    `jax.jvp`, `jax.vjp` and `jax.linearize` are not reported here (see REF017 for `jax.vjp`).
+    `jax.vjp` is not reported here (see REF017).
 
     ## JAX versions
     JAX 0.11.0 and later: `TypeError` at the call (`jacrev` and `hessian` say "jacrev cannot
     differentiate"). 0.7.2-0.10.2: `ValueError: Expected cotangent type Ref{...} but got ...`
     from the backward pass (`jacfwd` and `hessian`: ``ValueError: `get` must be called on
     `Ref` types``). `jacfwd` and `jvp` fail with the `get` error on every version, 0.12.0.1
-    included. Measured on 0.10.2, 0.11.2 and 0.12.0.1.
+    included. Measured on 0.10.2, 0.11.2 and 0.12.0.1. `jax.linearize` with respect to a Ref
+    computes the primal output, and the linearized function fails when called ("linearized
+    function called on tangent values inconsistent with the original primal values"; 0.10.2
+    and 0.12.0.1).
 
     ## Runtime message
     JAX 0.12: `TypeError: grad cannot differentiate with respect to a Ref-typed argument,

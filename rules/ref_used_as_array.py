@@ -16,8 +16,10 @@ class RefUsedAsArray(Rule):
     `jax.nn`, `jax.scipy`, `jax.random`, NumPy or `math` function (`jnp.sin(x_ref)`, `np.asarray(x_ref)`,
     `lax.stop_gradient(x_ref)`), converted with `float()`/`int()`, asked for an Array-only
     method or attribute (`.sum()`, `.T`, `.reshape()`, `.astype()`), or rebound with an
-    augmented assignment (`x_ref += 1`), or stored into a ref (`o_ref[...] = x_ref`, also in
-    a Pallas kernel). Valid uses are not reported: `.shape`, `.dtype`,
+    augmented assignment (`x_ref += 1`), or on the right of one (`x[...] += y_ref`), stored
+    into a ref (`o_ref[...] = x_ref`, also in a Pallas kernel), formatted with a format spec
+    (`f"{loss_ref:.4f}"`, `format(loss_ref, ".2f")`), or given to `jax.device_get` (which
+    returns the ref itself) or `jax.device_put`. Valid uses are not reported: `.shape`, `.dtype`,
     `.ndim`, `.size`, `len()`, indexing, `is None`, passing the ref to functions that take refs.
 
     ## Why is this bad?
@@ -75,6 +77,10 @@ class RefUsedAsArray(Rule):
     `False` at top level and raises `'AbstractRef' object has no attribute '_eq'` inside jit.
     JAX 0.12 says "sin got a Ref of type Ref{...} ... Did you forget to read its value with
     `ref[...]`?", also for `jnp.asarray(ref)` inside jit (silently a Ref-typed tracer on 0.10.2).
+    Measured on 0.10.2 and 0.12.0.1: `x[...] += y_ref` raises `unsupported operand type(s) for
+    +=`; a format spec raises `TypeError: unsupported format string passed to Ref.__format__`;
+    `jax.device_get(ref)` silently returns the ref itself; `jax.device_put(ref)` raises
+    `TypeError: No pxla_result_handler for type ... AbstractRef`.
     `jax.lax.optimization_barrier` takes refs from JAX 0.11 on (a bare `AssertionError` on
     0.10.2): it is reported only for older targets.
 
@@ -115,7 +121,14 @@ class RefUsedAsArray(Rule):
                             "values)")
             elif use.kind == "call_arg":
                 fn = analysis.module.code_for_node(use.context.func).strip()
-                msg = f"{name} is a Ref passed to {fn}, which expects an Array"
+                a = api.lookup(use.detail)
+                msg = f"{name} is a Ref passed to {fn}, " + (
+                    a.word if a is not None and a.family is api.Family.ARRAY and a.word
+                    else "which expects an Array")
+            elif use.kind == "format":
+                msg = (f"{name} is a Ref formatted with a format spec{use.detail}; a Ref "
+                       f"has none (`TypeError: unsupported format string passed to "
+                       f"Ref.__format__`)")
             elif use.kind == "attr":
                 msg = f"{name} is a Ref; `.{use.detail}` exists only on Arrays"
             elif use.kind == "builtin":

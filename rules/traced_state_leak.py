@@ -32,6 +32,8 @@ class TracedStateLeak(Rule):
       onto such a container (`history.append(x)`);
     - attribute assignment on a global or closed-over instance of a class defined in the
       module (`state.count += 1`);
+    - `self.attr.append(...)` (or another store method) with a traced value in a method that
+      is itself traced (measured 0.10.2 and 0.12.0.1: the list keeps one tracer, silently);
     - `self.attr = ...` in a method that is itself traced (e.g. decorated with
       `@partial(jax.jit, static_argnums=0)`);
     - attribute assignment on a global or closed-over Flax NNX Module/Pytree (Flax raises

@@ -16,9 +16,10 @@ from reflint import engine, gate
 from reflint.analysis import ModuleAnalysis
 from reflint.engine import gate_allows, lint_source
 from reflint.rules import array_item_assignment as aia
+from reflint.rules import discarded_functional_update as dfu
 from reflint.rules import traced_state_leak as tsl
 from reflint.settings import Settings
-from reflint.values import RefVal
+from reflint.values import ArrayVal, RefVal
 
 from conftest import fixture_files, installed_sources
 
@@ -282,9 +283,22 @@ NO_ARRAY_ITEMS = [
 ]
 
 
+DISCARDED = [
+    "import jax.numpy as jnp\nx = jnp.zeros(3)\nx.at[0].set(1.)\n",
+    "import jax.numpy as jnp\ndef f(x):\n    x.at[0].add(1.)\n",
+]
+NO_DISCARDED = [
+    "import jax.numpy as jnp\nx = jnp.zeros(3)\nx = x.at[0].set(1.)\n",
+    "import jax.numpy as jnp\nx = jnp.zeros(3)\nprint(x.at[0].get())\n",
+]
+LEAKS = LEAKS + [
+    "import jax\nclass M:\n    @jax.jit\n    def f(self, x):\n        self.log.append(x)\n",
+]
+
 CASES = [(q, src, expected)
          for q, yes, no in (("refs", REFS, NO_REFS), ("leak", LEAKS, NO_LEAKS),
-                            ("array_item", ARRAY_ITEMS, NO_ARRAY_ITEMS))
+                            ("array_item", ARRAY_ITEMS, NO_ARRAY_ITEMS),
+                            ("discarded", DISCARDED, NO_DISCARDED))
          for expected, sources in ((True, yes), (False, no))
          for src in sources]
 
@@ -349,19 +363,27 @@ def analysis_facts(source, path):
                 isinstance(call.func.value, cst.Name) and \
                 tsl._outer_container_scope(a, call.func.value.value, f) is not None:
             leak = True
+        recv = call.func.value
+        if tsl._leak_kind(a, f) is not None and method in tsl.STORE_METHODS and \
+                isinstance(recv, cst.Attribute) and isinstance(recv.value, cst.Name) and \
+                tsl._is_self_of_traced_method(a, f, recv.value):
+            leak = True  # `self.history.append(x)` in a traced method
     array_item = any(aia._array_reason(a, w.base, w.target.value, w.func) is not None
                      for w in a.item_writes)
-    return refs, leak, array_item
+    discarded = any(isinstance(a.value_of(call.func.value.value.value), ArrayVal)
+                    for _, _, call in dfu._discarded_updates(a))
+    return refs, leak, array_item, discarded
 
 
 def _check_covers(source, path):
     v = gate.verdict(source, ALL.select, VERSION, complete=True)
     if v is None or v.refs:
         return  # everything runs
-    refs, leak, array_item = analysis_facts(source, path)
+    refs, leak, array_item, discarded = analysis_facts(source, path)
     assert not refs, (path, "refs")
     assert v.leak or not leak, (path, "REF012")
     assert v.array_item or not array_item, (path, "REF013")
+    assert v.discarded or not discarded, (path, "REF023")
 
 
 @pytest.mark.parametrize("path", fixture_files(), ids=os.path.basename)

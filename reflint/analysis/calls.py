@@ -149,6 +149,23 @@ class CallsMixin:
             return self._call_object(node, fv, args, state)
         if isinstance(fv, RefVal) and fv.tree == "module":
             self._layer_writes(node, fv, "__call__", args)
+        if fv is None and type(node.func) is cst.Attribute:
+            return self._array_method_result(node)
+        return None
+
+    def _array_method_result(self, node: cst.Call) -> Optional[Value]:
+        """``x.at[i].set(v)``, ``x.astype(t)``, ``x.sum()`` ... of an Array ``x``: an Array
+        (the dtype domain, reflint/analysis/dtypes.py, reads what it is)."""
+        func = node.func
+        meth = func.attr.value
+        receiver = func.value
+        if meth in api.AT_UPDATE_METHODS and type(receiver) is cst.Subscript and \
+                type(receiver.value) is cst.Attribute and receiver.value.attr.value == "at":
+            receiver = receiver.value.value
+        elif meth not in api.ARRAY_METHOD_DTYPES:
+            return None
+        if isinstance(self._values.get(id(receiver)), ArrayVal):
+            return ArrayVal(node)
         return None
 
     def _call_alternative(self, node: cst.Call, fv: Value, args: list, state: _State):
@@ -294,6 +311,10 @@ class CallsMixin:
             for arg, v in args:
                 if isinstance(v, RefVal) and not arg.keyword:
                     self._ref_use("builtin", arg.value, v, node, name)
+        elif name == "format" and len(args) == 2 and \
+                isinstance(args[0][1], RefVal) and not args[0][1].tree:
+            # `format(loss_ref, ".4f")`: a Ref has no format spec (TypeError).
+            self._ref_use("format", args[0][0].value, args[0][1], node, " by format()")
         if name in ("tuple", "list") and len(args) == 1:
             v = args[0][1]
             if isinstance(v, SeqVal):

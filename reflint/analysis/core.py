@@ -26,6 +26,7 @@ from .constants import (
     MAX_ROUNDS,
 )
 from .dependence import DependenceMixin
+from .dtypes import DtypesMixin
 from .expressions import ExpressionsMixin
 from .objects import ObjectsMixin
 from .facts import (
@@ -46,7 +47,7 @@ from .syntax import (
 
 
 class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, DependenceMixin,
-                     ObjectsMixin):
+                     ObjectsMixin, DtypesMixin):
     """Analysis of one module. Build with ``ModuleAnalysis(module)``; rules read the facts."""
 
     def __init__(self, module: cst.Module, path: str = "<string>", settings=None,

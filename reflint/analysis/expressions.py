@@ -307,7 +307,10 @@ class ExpressionsMixin:
     def _eval_fstring(self, node, state: _State) -> Optional[Value]:
         for part in node.parts:
             if isinstance(part, cst.FormattedStringExpression):
-                self._eval(part.expression, state)
+                v = self._eval(part.expression, state)
+                if isinstance(v, RefVal) and not v.tree and part.format_spec:
+                    # `f"{loss_ref:.4f}"`: a Ref has no format spec (TypeError).
+                    self._ref_use("format", part.expression, v, node, "")
         return None
 
     def _eval_set(self, node, state: _State) -> Optional[Value]:

@@ -311,7 +311,10 @@ class StatementsMixin:
 
     def _exec_augassign(self, stmt: cst.AugAssign, state: _State) -> None:
         target = stmt.target
-        self._eval(stmt.value, state)
+        rhs = self._eval(stmt.value, state)
+        if isinstance(rhs, RefVal) and not rhs.tree:
+            # `x[...] += y_ref`: the unread ref is an operand, as in `x[...] = x[...] + y_ref`.
+            self._ref_use("binop", stmt.value, rhs, stmt, op_text(stmt.operator))
         if isinstance(target, cst.Subscript):
             base = self._eval(target.value, state)
             self._eval_slices(target, state)

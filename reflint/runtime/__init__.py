@@ -73,17 +73,22 @@ NOT_ENFORCEABLE: dict[str, str] = {
               "function also returns an Array (JAX >= 0.8 then fails at compile time, which "
               "is translated); the redundant-but-working case cannot be told apart at run "
               "time without rejecting valid programs.",
+    "REF023": "discarded-functional-update: JAX computes the update and Python drops the "
+              "result; nothing at run time sees a value that is never used.",
+    "REF026": "grad-ref-not-reset: accumulating into a gradient ref over several with_refs "
+              "calls is also how micro-batches are summed on purpose; JAX sees the same "
+              "operations either way.",
     "REF015": "unavailable-jax-api is about the JAX version the code targets, not the one "
               "installed: the installed JAX simply has the name or raises AttributeError.",
 }
 
 #: Codes whose check is added by reflint (JAX does not raise, or raises an internal error).
 ADDED_BY_REFLINT: tuple[str, ...] = ("REF004", "REF005", "REF006", "REF007", "REF009", "REF010",
-                                      "REF016")
+                                      "REF016", "REF024")
 #: Codes that JAX already raises clearly; reflint re-raises them as the matching RefError.
 TRANSLATED_FROM_JAX: tuple[str, ...] = ("REF001", "REF002", "REF003", "REF005", "REF007",
                                         "REF008", "REF011", "REF016", "REF017", "REF020",
-                                        "REF021")
+                                        "REF021", "REF022", "REF025", "REF027")
 
 __all__ = [
     "API_NAMES", "ADDED_BY_REFLINT", "ERROR_CLASSES", "NOT_ENFORCEABLE", "REGISTRY",
@@ -95,5 +100,7 @@ __all__ = [
     "CustomVjpFwdForeignRef", "TracedStateLeak", "ArrayItemAssignment", "RedundantDonation",
     "UnavailableJaxApi", "GradWithRespectToRef", "VjpOfRefWithoutWithRefs",
     "KernelReturnsValue", "OutputRefRebound", "RefViewPassedToTransform",
-    "RefWrittenInWhileCondAndBody", "AccumulatedWithoutInit", "InputRefWritten",
+    "RefWrittenInWhileCondAndBody", "RefDtypeMismatchWrite", "DiscardedFunctionalUpdate",
+    "ClosedOverRefReboundAfterTrace", "GradRefTypeMismatch", "GradRefNotReset",
+    "CustomJvpRefEffect", "AccumulatedWithoutInit", "InputRefWritten",
 ]

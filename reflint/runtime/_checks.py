@@ -28,6 +28,7 @@ from reflint.runtime.errors import (
     REF016_ADVICE,
     AccumulatedWithoutInit,
     InputRefWritten,
+    ClosedOverRefReboundAfterTrace,
     FreezeOutsideCreationScope,
     GradWithRespectToRef,
     MappedWriteToClosedOverRef,
@@ -437,22 +438,89 @@ def _check_frozen_args(args: tuple, kwargs: dict) -> None:
                     "later.")
 
 
+def _free_names(fun: Any) -> tuple:
+    """The global names read by ``fun``'s code (and the code nested in it), and its
+    closure's (name, cell) pairs: where a closed-over ref can come from (REF024)."""
+    code = getattr(fun, "__code__", None)
+    if code is None:
+        return (), ()
+    names: set = set()
+    stack = [code]
+    while stack and len(names) < 512:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+    cells = tuple(zip(code.co_freevars, getattr(fun, "__closure__", None) or ()))
+    return tuple(sorted(names)), cells
+
+
+def _captured_refs(fun: Any, names: tuple, cells: tuple) -> dict:
+    """name -> id of the Ref it holds now, for the names ``fun`` reads."""
+    out = {}
+    g = getattr(fun, "__globals__", None) or {}
+    ref_type = _api.Ref
+    for n in names:
+        v = g.get(n)
+        if v is not None and type(v) is ref_type:
+            out[n] = id(v)
+    for n, cell in cells:
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if type(v) is ref_type:
+            out[n] = id(v)
+    return out
+
+
+def _cache_size(jf: Any) -> Any:
+    try:
+        return jf._cache_size()
+    except Exception:  # noqa: BLE001 - no such method in this JAX: no REF024 check
+        return None
+
+
+def _check_rebound(fun: Any, seen: dict, now: dict) -> None:
+    """REF024: a call that reused a trace while a name the trace read as a ref now holds
+    another ref."""
+    stale = sorted(n for n, i in now.items() if n in seen and seen[n] != i)
+    if stale:
+        names = ", ".join(f"`{n}`" for n in stale)
+        raise ClosedOverRefReboundAfterTrace(
+            f"{names} now holds another ref than when jax.jit traced {_fname(fun)}; this "
+            f"call reused that trace, so it read and updated the old ref. Reset the ref in "
+            f"place ({stale[0]}[...] = ...) instead of rebinding the name, or pass the ref as "
+            f"an argument.")
+
+
 def _make_jit(orig: Callable[..., Any]) -> Callable[..., Any]:
     def jit(fun: Any = None, /, *args: Any, **kwargs: Any) -> Any:
         if fun is None:
             return lambda f: jit(f, *args, **kwargs)
         jf = orig(fun, *args, **kwargs)
         registry = REGISTRY
+        names, cells = _free_names(fun) if _api.Ref is not None else ((), ())
+        traced: dict = {}  # the refs of `names` at the latest trace
 
         def call(*a: Any, **k: Any) -> Any:
             if registry.frozen_top:
                 _check_frozen_args(a, k)
+            now = _captured_refs(fun, names, cells) if names or cells else None
+            size = _cache_size(jf) if now else None
             try:
-                return jf(*a, **k)
+                out = jf(*a, **k)
             except RefError:
                 raise
             except Exception as e:  # noqa: BLE001
                 _reraise(e)
+            if size is not None:
+                after = _cache_size(jf)
+                if after is not None and (after > size or not traced):
+                    traced.clear()
+                    traced.update(now)
+                elif after is not None:
+                    _check_rebound(fun, traced, now)
+            return out
 
         try:
             functools.update_wrapper(call, fun)
@@ -749,6 +817,9 @@ def install() -> None:
             p.set(jnp, "array", _guard_first(jnp.array, "jnp.array"))
         p.set(jax.lax, "stop_gradient", _guard_tree(jax.lax.stop_gradient,
                                                     "jax.lax.stop_gradient"))
+        # jax.device_get(ref) gives back the ref itself: a "snapshot" that keeps changing.
+        p.set(jax, "device_get", _guard_tree(jax.device_get,
+                                             "jax.device_get (which returns the ref itself)"))
         if _OLD_JAX and "optimization_barrier" in jax.lax.__dict__:
             # JAX <= 0.10: a bare AssertionError (internal error in jit); valid from 0.11 on.
             p.set(jax.lax, "optimization_barrier", _guard_tree(

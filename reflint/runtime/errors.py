@@ -34,6 +34,12 @@ __all__ = [
     "OutputRefRebound",
     "RefViewPassedToTransform",
     "RefWrittenInWhileCondAndBody",
+    "RefDtypeMismatchWrite",
+    "DiscardedFunctionalUpdate",
+    "ClosedOverRefReboundAfterTrace",
+    "GradRefTypeMismatch",
+    "GradRefNotReset",
+    "CustomJvpRefEffect",
     "AccumulatedWithoutInit",
     "InputRefWritten",
     "ERROR_CLASSES",
@@ -110,6 +116,20 @@ RefViewPassedToTransform = _make(
 RefWrittenInWhileCondAndBody = _make(
     "REF021", "RefWrittenInWhileCondAndBody",
     "A while_loop's condition and body share a ref (both write it, or eagerly: both use it).")
+RefDtypeMismatchWrite = _make(
+    "REF022", "RefDtypeMismatchWrite", "A value of another dtype was written into a ref.")
+DiscardedFunctionalUpdate = _make(
+    "REF023", "DiscardedFunctionalUpdate", "The result of x.at[i].set(v) was dropped.")
+ClosedOverRefReboundAfterTrace = _make(
+    "REF024", "ClosedOverRefReboundAfterTrace",
+    "A global ref used by a jitted function was rebound after the function was traced.")
+GradRefTypeMismatch = _make(
+    "REF025", "GradRefTypeMismatch",
+    "A gradient ref given to with_refs has another dtype or shape than its primal.")
+GradRefNotReset = _make(
+    "REF026", "GradRefNotReset", "A gradient ref was reused across steps without zeroing.")
+CustomJvpRefEffect = _make(
+    "REF027", "CustomJvpRefEffect", "A custom_jvp function with ref effects ran under jit.")
 
 AccumulatedWithoutInit = _make(
     "REF028", "AccumulatedWithoutInit",
@@ -125,8 +145,9 @@ ERROR_CLASSES: dict[str, type[RefError]] = {
         DifferentiatedValueWrittenToRef, RefOfRef, UseAfterFreeze, CustomVjpFwdForeignRef,
         TracedStateLeak, ArrayItemAssignment, RedundantDonation, UnavailableJaxApi,
         GradWithRespectToRef, VjpOfRefWithoutWithRefs, KernelReturnsValue, OutputRefRebound,
-        RefViewPassedToTransform, RefWrittenInWhileCondAndBody, AccumulatedWithoutInit,
-        InputRefWritten)
+        RefViewPassedToTransform, RefWrittenInWhileCondAndBody, RefDtypeMismatchWrite,
+        DiscardedFunctionalUpdate, ClosedOverRefReboundAfterTrace, GradRefTypeMismatch,
+        GradRefNotReset, CustomJvpRefEffect, AccumulatedWithoutInit, InputRefWritten)
 }
 
 #: The way out of REF016, shared by the translated JAX errors and reflint's own check.
@@ -195,6 +216,16 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
                           r"should\s+return None", re.S),
      "A Pallas kernel returns nothing: write its results into its output refs "
      "(o_ref[...] = value) instead of returning them."),
+    ("REF025", re.compile(r"unexpected JAX type \(e\.g\. shape/dtype\) for gradient ref passed "
+                          r"to the VJP function's `with_refs`"),
+     "Create the gradient ref like its primal: jax.new_ref(jnp.zeros_like(w))."),
+    ("REF022", re.compile(r"Invalid dtype for `(?:swap|addupdate)`\. Ref dtype"),
+     "A ref's dtype is fixed at creation and writes are not cast, Python scalars included: "
+     "create the ref with the dtype it will hold (jax.new_ref(0.0), not jax.new_ref(0)), or "
+     "cast the value with .astype(ref.dtype)."),
+    ("REF027", re.compile(r"No state discharge rule implemented for primitive: custom_jvp_call"),
+     "A jax.custom_jvp function reads or writes a ref under jit: read the ref outside it and "
+     "pass the value in."),
     ("REF010", re.compile(r"`(?:get|swap|addupdate)` must be called on `Ref` types"),
      "The ref was used after jax.freeze (or jax.free_ref); end a ref only after its last use."),
     ("REF007", re.compile(
@@ -207,6 +238,8 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
         r"|bad operand type for unary .*'(?:Array|Transformed)?Ref'"
         r"|argument must be .*not '(?:Array|Transformed)?Ref'"
         r"|must be real number, not (?:Array|Transformed)?Ref\b"
+        r"|unsupported format string passed to (?:Array|Transformed)?Ref\.__format__"
+        r"|No pxla_result_handler for type: <class '[\w.]*AbstractRef'>"
         r"|requires ndarray or scalar arguments, got <class '[\w.]*(?:Tracer|Ref)'>"
         # JAX >= 0.11: "sin got a Ref of type Ref{float32[2]} at position 0, but a Ref can't
         # be passed where an array is expected. Did you forget to read its value ...?"

@@ -1,0 +1,167 @@
+from __future__ import annotations
+
+from reflint._lazy import lazy
+from reflint import api
+from reflint.diagnostics import UNSAFE, Edit, Fix
+from reflint.rule import Finding, Rule
+from reflint.values import ArrayVal
+
+from ._common import parents_of, ref_name
+from .array_item_assignment import _is_local
+
+cst = lazy("libcst")
+_syntax = lazy("reflint.analysis.syntax")
+
+
+class DiscardedFunctionalUpdate(Rule):
+    """A functional update (`x.at[i].set(v)`) whose result is thrown away.
+
+    ## What it does
+    Reports an expression statement `x.at[i].set(v)` (or `.add`, `.multiply`, `.divide`,
+    `.power`, `.min`, `.max`, `.apply`) when `x` is a JAX Array: the value read from a ref
+    (`x_ref[...].at[i].set(v)`), the result of a `jax.numpy`/`jax.lax`/`jax.random` call or
+    of arithmetic on one. `x_ref.at[i].set(v)` on the ref itself is not reported: on JAX 0.12
+    that is a write into the ref.
+
+    ## Why is this bad?
+    `.at[i].set(v)` on an Array does not change it: it returns an updated copy. As a statement
+    the copy is dropped, and nothing happens, silently: `x_ref[...].at[i].set(v)` reads the
+    ref, builds a new array and discards it, so the ref keeps its old value. Write into the ref
+    (`x_ref[i] = v`), or rebind the name (`x = x.at[i].set(v)`).
+
+    ## Example
+    ```python
+    import jax
+    import jax.numpy as jnp
+
+    x_ref = jax.new_ref(jnp.zeros(3))
+    x_ref[...].at[0].set(1.0)
+    ```
+
+    ## Use instead
+    ```python
+    import jax
+    import jax.numpy as jnp
+
+    x_ref = jax.new_ref(jnp.zeros(3))
+    x_ref[0] = 1.0
+    ```
+
+    ## Fix safety
+    The fix assigns the result back: `x_ref[...] = x_ref[...].at[0].set(1.0)`, or
+    `x = x.at[0].set(1.0)` for a local name (none for a global or closed-over name, which the
+    assignment would make local). It is unsafe: the update, which never happened, now does.
+
+    ## Known limits
+    Only receivers known to be Arrays are reported: a value of unknown type may be a ref (a
+    parameter, `plgpu.remote_ref(...)`), whose `.at[i].set(v)` writes on JAX 0.12; so a dropped
+    update of a loop carry whose value the analysis does not follow is missed. Statements under
+    `with self.assertRaises(...)`/`pytest.raises`/`warns` (a test calling the update for its
+    error) are not reported. A result discarded in other ways (an unused variable, a dropped
+    return value) is not reported.
+
+    ## JAX versions
+    Silent on JAX 0.10.2 and 0.12.0.1 (measured): the ref and the array keep their values, at
+    top level and under `jit`. On the ref itself, `x_ref.at[i].set(v)` raises
+    `NotImplementedError` on 0.10.2 and writes the ref on 0.12.0.1.
+
+    ## Runtime message
+    None: JAX accepts the statement and the program computes with the old value. `reflint run`
+    cannot see a dropped value either (no run-time check).
+    """
+
+    code = "REF023"
+    name = "discarded-functional-update"
+    fixable = UNSAFE
+    triggers = r"\bat\s*\["
+
+    def check(self, analysis):
+        for func, stmt, call in _discarded_updates(analysis):
+            receiver = call.func.value.value.value
+            value = analysis.value_of(receiver)
+            if not isinstance(value, ArrayVal):
+                continue  # unknown: may be a ref (`plgpu.remote_ref(...)`), whose update writes
+            if _expects_error(analysis, stmt):
+                continue
+            method = call.func.attr.value
+            inner = receiver.value if isinstance(receiver, cst.Subscript) else None
+            ref = analysis.ref_of(inner) if inner is not None else None
+            text = analysis.module.code_for_node(receiver).strip()
+            if len(text) > 40 or "\n" in text:
+                text = "the array"
+            if ref is not None:
+                name = ref_name(analysis, inner, ref)
+                msg = (f"`{text}.at[...].{method}(...)` reads {name} and builds an updated copy "
+                       f"that this statement drops: {name} is unchanged. Write into the ref "
+                       f"(`{name}[...] = ...`) instead")
+            else:
+                msg = (f"`{text}.at[...].{method}(...)` returns an updated copy that this "
+                       f"statement drops: `{text}` is unchanged. Assign the result "
+                       f"(`x = x.at[...].{method}(...)`)")
+            yield Finding(stmt, msg, fix=_fix_factory(stmt, receiver, func, ref is not None))
+
+
+def _expects_error(analysis, stmt) -> bool:
+    """``stmt`` runs inside `with self.assertRaises(...)`, `pytest.raises`, `warns`,
+    `assertNoWarnings` ...: a test calling the update for its error or warning."""
+    parents = parents_of(analysis)
+    n = parents.get(id(stmt))
+    while n is not None and type(n) not in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+        if type(n) is cst.With:
+            for item in n.items:
+                call = item.item
+                f = call.func if isinstance(call, cst.Call) else None
+                name = f.attr.value if isinstance(f, cst.Attribute) else \
+                    f.value if isinstance(f, cst.Name) else ""
+                if name.startswith("assert") or name in ("raises", "warns", "catch_warnings"):
+                    return True
+        n = parents.get(id(n))
+    return False
+
+
+def _discarded_updates(analysis) -> list:
+    """(function, statement, call) for every expression statement `X.at[i].method(...)`."""
+    def build() -> list:
+        out = []
+        for info in [analysis.module_info] + analysis.all_functions():
+            body = info.node.body if not info.is_module else info.node
+            if isinstance(info.node, cst.Lambda):
+                continue
+            roots = list(body.body) if info.is_module else \
+                list(getattr(body, "body", ()))
+            for node in _syntax.walk_nodes(roots, _syntax._in_own_scope):
+                if type(node) is cst.Expr and _is_at_update(node.value):
+                    out.append((info, node, node.value))
+        return out
+
+    return analysis.cached("discarded updates", build)
+
+
+def _is_at_update(expr) -> bool:
+    if type(expr) is not cst.Call or type(expr.func) is not cst.Attribute:
+        return False
+    if expr.func.attr.value not in api.AT_UPDATE_METHODS:
+        return False
+    sub = expr.func.value
+    return type(sub) is cst.Subscript and type(sub.value) is cst.Attribute and \
+        sub.value.attr.value == "at"
+
+
+def _fix_factory(stmt, receiver, func, is_ref_read):
+    if not is_ref_read:
+        if not isinstance(receiver, cst.Name):
+            return None
+
+    def make(analysis):
+        if not is_ref_read and not _is_local(analysis, receiver.value, func):
+            return None
+        pos = analysis.position(stmt)
+        if pos is None:
+            return None
+        code = analysis.module.code_for_node
+        new = f"{code(receiver).strip()} = {code(stmt.value).strip()}"
+        line, col, end_line, end_col = pos
+        return Fix("Assign the updated array back", (Edit(line, col, end_line, end_col, new),),
+                   UNSAFE)
+
+    return make
