@@ -1,0 +1,449 @@
+"""Module summaries: what other modules of a project need to know about one module.
+
+Extracted from the stdlib ``ast`` (one parse and one walk, no evaluation), as plain picklable
+data keyed by qualified names, so the summary phase of ``reflint check`` is cheap, runs in the
+worker pool and can be cached or sharded. ``reflint.project`` joins the summaries of a tree,
+resolves imports and names between them and solves wrappers to a fixpoint; the analysis of one
+module (``reflint.analysis``) reads the result through a ``ProjectView``.
+
+A summary holds:
+
+- ``aliases``: the module-level imports (local name -> absolute qualified name; relative imports
+  resolved against the module's own name), which also are its re-exports;
+- ``functions``: its top-level functions, with their parameters and the JAX transforms their
+  decorators apply (``@jax.jit``, ``@functools.partial(jax.jit, static_argnums=...)``);
+- ``forwards``: top-level functions that hand one of their parameters to a Pallas entry point or
+  a JAX transform (``def buffered_pallas_call(kernel, ...): return pl.pallas_call(kernel, ...)``,
+  also through ``functools.partial(kernel, ...)``), or to another function that may do so
+  (solved by the project: a wrapper of a wrapper);
+- ``uses``: the functions of other modules (imported names) it gives to a Pallas entry point, a
+  transform or a function that may be a wrapper (``pl.pallas_call(kernels.scale, ...)``).
+
+Everything the extraction cannot resolve is left out: a name it does not know is never a fact.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import api
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    name: str
+    line: int
+    params: tuple  # ((name, kind), ...): kind "pos", "posonly", "vararg", "kwonly", "kwarg"
+    transforms: tuple = ()  # ((api name, static), ...): the decorators' transforms, innermost first
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a function argument goes: a registry API (``api``, with the Callee's position)
+    or a call of a project function not yet known to be a wrapper (``call``: its qualified
+    name, the argument's position or keyword)."""
+
+    kind: str  # "api" or "call"
+    name: str  # the API's canonical name, or the called function's qualified name
+    pos: Optional[int] = None
+    kw: Optional[str] = None
+    text: str = ""  # how the call spells it (`pl.pallas_call`), for messages
+
+
+@dataclass(frozen=True)
+class Forward:
+    """A parameter of a top-level function handed to ``target``."""
+
+    function: str
+    param: str
+    index: Optional[int]  # the parameter's position (None: keyword-only)
+    target: Target
+    line: int
+    bound: int = 0  # positional arguments bound by functools.partial on the way
+    bound_kws: tuple = ()
+
+
+@dataclass(frozen=True)
+class Use:
+    """A function of another module (``qualname``, as imported) handed to ``target``."""
+
+    qualname: str
+    target: Target
+    line: int
+    bound: int = 0
+    bound_kws: tuple = ()
+
+
+@dataclass
+class ModuleSummary:
+    module: str  # dotted name ("" when unknown)
+    path: str
+    is_package: bool = False
+    aliases: dict = field(default_factory=dict)  # local name -> qualified name
+    functions: dict = field(default_factory=dict)  # name -> FunctionSummary
+    forwards: list = field(default_factory=list)
+    uses: list = field(default_factory=list)
+    complete: bool = True  # False: only the imports were read (a file without API words)
+
+
+def module_name(path: str) -> tuple:
+    """(root, dotted module name) of the file ``path``, as type checkers find it: walk up
+    while the folder holds an ``__init__.py``; the folder above the top package is the root
+    (a ``src/`` layout's ``src``)."""
+    path = os.path.abspath(path)
+    folder, base = os.path.split(path)
+    stem = base[:-3] if base.endswith(".py") else base
+    parts = [] if stem == "__init__" else [stem]
+    while os.path.exists(os.path.join(folder, "__init__.py")):
+        folder, pkg = os.path.split(folder)
+        parts.insert(0, pkg)
+        if not pkg:
+            break
+    return folder, ".".join(parts)
+
+
+# The words a file must spell to give a function to a transform or a Pallas entry point.
+_API_WORDS = None
+
+
+def api_words() -> "re.Pattern":
+    global _API_WORDS
+    if _API_WORDS is None:
+        _API_WORDS = re.compile(api.trigger_words(api.family(api.Family.TRANSFORM,
+                                                             api.Family.KERNEL)))
+    return _API_WORDS
+
+
+def _resolve_relative(module: str, is_package: bool, level: int, name: Optional[str]):
+    parts = module.split(".") if module else []
+    if not is_package:
+        parts = parts[:-1]
+    if level - 1 > len(parts):
+        return None
+    base = parts[:len(parts) - (level - 1)]
+    if name:
+        base = base + name.split(".")
+    return ".".join(base) if base else None
+
+
+def _dotted(node) -> Optional[list]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return parts[::-1]
+    return None
+
+
+def _bound_names(fn) -> set:
+    """Every name a function binds anywhere in its body (nested scopes included), besides its
+    own parameters: a name it binds is not the module's."""
+    out: set = set()
+    for n in ast.walk(fn):
+        if n is fn:
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                out.add((a.asname or a.name).split(".")[0])
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            out.update(n.names)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+    return out
+
+
+def _params(fn) -> tuple:
+    a = fn.args
+    out = [(p.arg, "posonly") for p in a.posonlyargs] + [(p.arg, "pos") for p in a.args]
+    if a.vararg:
+        out.append((a.vararg.arg, "vararg"))
+    out += [(p.arg, "kwonly") for p in a.kwonlyargs]
+    if a.kwarg:
+        out.append((a.kwarg.arg, "kwarg"))
+    return tuple(out)
+
+
+class _Extractor:
+    def __init__(self, summary: ModuleSummary, defined: set):
+        self.s = summary
+        self.defined = defined  # top-level function names
+
+    # -- names -------------------------------------------------------------------------------
+
+    def qualname(self, node, shadowed: set) -> Optional[str]:
+        parts = _dotted(node)
+        if not parts or parts[0] in shadowed:
+            return None
+        head = parts[0]
+        if head in self.s.aliases:
+            return ".".join([self.s.aliases[head]] + parts[1:])
+        if head in self.defined and len(parts) == 1 and self.s.module:
+            return f"{self.s.module}.{head}"
+        return None
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def targets(self, call: ast.Call, shadowed: set) -> list:
+        """(Target, argument node) for each argument of ``call`` that may be a function the
+        call traces or launches."""
+        qn = self.qualname(call.func, shadowed)
+        if qn is None:
+            return []
+        text = ".".join(_dotted(call.func) or ())
+        a = api.lookup(qn)
+        if a is not None:
+            out = []
+            if a.family is api.Family.TRANSFORM and a.role is not None and call.args and \
+                    not isinstance(call.args[0], ast.Starred):
+                out.append((Target("api", a.name, 0, None, text), call.args[0]))
+            elif a.family is api.Family.KERNEL and a.callees and a.callees[0].refs:
+                c = a.callees[0]
+                arg = None
+                if c.pos is not None and len(call.args) > c.pos and \
+                        not any(isinstance(x, ast.Starred) for x in call.args[:c.pos + 1]):
+                    arg = call.args[c.pos]
+                for k in call.keywords:
+                    if c.kw is not None and k.arg == c.kw:
+                        arg = k.value
+                if arg is not None:
+                    out.append((Target("api", a.name, c.pos, c.kw, text), arg))
+            return out
+        if qn.startswith(("jax.", "flax.", "optax.", "numpy.", "functools.", "builtins.")):
+            return []
+        out = []
+        for i, x in enumerate(call.args):
+            if isinstance(x, ast.Starred):
+                break
+            out.append((Target("call", qn, i, None, text), x))
+        for k in call.keywords:
+            if k.arg is not None:
+                out.append((Target("call", qn, None, k.arg, text), k.value))
+        return out
+
+    def function_arg(self, node, shadowed: set):
+        """(the argument's name node, positional arguments bound, keywords bound) for a plain
+        name or attribute, or a ``functools.partial`` of one."""
+        if isinstance(node, ast.Call):
+            qn = self.qualname(node.func, shadowed)
+            if qn is None or api.lookup(qn) is None or \
+                    api.lookup(qn).family is not api.Family.PARTIAL or not node.args or \
+                    any(isinstance(x, ast.Starred) for x in node.args) or \
+                    any(k.arg is None for k in node.keywords):
+                return None
+            return node.args[0], len(node.args) - 1, tuple(k.arg for k in node.keywords)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return node, 0, ()
+        return None
+
+    # -- the module --------------------------------------------------------------------------
+
+    def run(self, tree: ast.Module) -> None:
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.function(stmt)
+        self.walk_calls(tree.body, set(), None)
+
+    def function(self, fn) -> None:
+        transforms = []
+        for d in reversed(fn.decorator_list):
+            t = self.decorator(d)
+            if t is None:
+                transforms = None
+                break
+            if t:
+                transforms.append(t)
+        if transforms is None:  # a decorator the summary cannot see through
+            return
+        self.s.functions[fn.name] = FunctionSummary(fn.name, fn.lineno, _params(fn),
+                                                    tuple(transforms))
+
+    def decorator(self, d):
+        """(api name, static) for a transform decorator, () for one that leaves the function
+        as it is (staticmethod ...), None for anything else."""
+        static = False
+        node = d
+        if isinstance(d, ast.Call):
+            qn = self.qualname(d.func, set())
+            a = api.lookup(qn)
+            if a is not None and a.family is api.Family.PARTIAL and d.args:
+                static = any((k.arg or "").startswith("static") for k in d.keywords)
+                node = d.args[0]
+            else:
+                return None
+        qn = self.qualname(node, set())
+        a = api.lookup(qn)
+        if a is not None and a.family is api.Family.TRANSFORM and a.role is not None:
+            return (a.name, static)
+        return None
+
+    def walk_calls(self, body, shadowed: set, fn) -> None:
+        """Record what each call gives to a transform, a Pallas entry point or another
+        function: a parameter of the enclosing top-level function ``fn`` (a forward) or an
+        imported function (a use). Names a scope binds are not the module's (``shadowed``)."""
+        params: dict = {}
+        rebound: set = set()
+        if fn is not None:
+            params = {n: (i if k in ("pos", "posonly") else None)
+                      for i, (n, k) in enumerate(_params(fn)) if k not in ("vararg", "kwarg")}
+            rebound = self.rebound_params(fn)
+        stack = [(n, shadowed) for n in (body if isinstance(body, list) else [body])]
+        while stack:
+            node, sh = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                if fn is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                        and node.name in self.defined and sh is shadowed:
+                    self.decorators_of(node)
+                    self.walk_calls(node.body, _bound_names(node) |
+                                    {n for n, _ in _params(node)}, node)
+                    continue
+                inner = sh | _bound_names(node) | {n for n, _ in _params(node)}
+                for d in getattr(node, "decorator_list", ()):
+                    stack.append((d, sh))
+                body_nodes = node.body if isinstance(node.body, list) else [node.body]
+                stack.extend((b, inner) for b in body_nodes)
+                continue
+            if isinstance(node, ast.ClassDef):
+                stack.extend((b, sh) for b in node.body)
+                stack.extend((d, sh) for d in node.decorator_list)
+                continue
+            if isinstance(node, ast.Call):
+                self.call(node, sh, fn, params, rebound)
+            stack.extend((c, sh) for c in ast.iter_child_nodes(node))
+
+    def call(self, node: ast.Call, sh: set, fn, params: dict, rebound: set) -> None:
+        for target, arg in self.targets(node, sh):
+            got = self.function_arg(arg, sh)
+            if got is None:
+                continue
+            name_node, bound, kws = got
+            if fn is not None and isinstance(name_node, ast.Name) and \
+                    name_node.id in params and name_node.id not in rebound:
+                self.s.forwards.append(Forward(fn.name, name_node.id, params[name_node.id],
+                                               target, node.lineno, bound, kws))
+                continue
+            if isinstance(name_node, ast.Name) and name_node.id in self.defined and \
+                    name_node.id not in self.s.aliases:
+                continue  # a function of this module: its own analysis sees the call
+            qn = self.qualname(name_node, sh)
+            if qn is not None:
+                self.s.uses.append(Use(qn, target, node.lineno, bound, kws))
+
+    def decorators_of(self, fn) -> None:
+        for d in fn.decorator_list:
+            for node in ast.walk(d):
+                if isinstance(node, ast.Call):
+                    for target, arg in self.targets(node, set()):
+                        got = self.function_arg(arg, set())
+                        if got is not None:
+                            qn = self.qualname(got[0], set())
+                            if qn is not None:
+                                self.s.uses.append(Use(qn, target, node.lineno, got[1],
+                                                       got[2]))
+
+    @staticmethod
+    def rebound_params(fn) -> set:
+        out = set()
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                out.add(n.id)
+        return out
+
+
+def _imports(tree: ast.Module, s: ModuleSummary) -> None:
+    """The module-level imports (also those under ``if``/``try`` at module level)."""
+    stack = list(tree.body)
+    while stack:
+        st = stack.pop(0)
+        if isinstance(st, (ast.If, ast.Try)):
+            stack[:0] = list(st.body) + [x for h in getattr(st, "handlers", ()) for x in h.body]\
+                + list(st.orelse) + list(getattr(st, "finalbody", ()))
+            continue
+        if isinstance(st, ast.Import):
+            for a in st.names:
+                if a.asname:
+                    s.aliases[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    s.aliases[top] = top
+        elif isinstance(st, ast.ImportFrom):
+            if st.level:
+                base = _resolve_relative(s.module, s.is_package, st.level, st.module)
+            else:
+                base = st.module
+            if base is None:
+                continue
+            for a in st.names:
+                if a.name == "*":
+                    continue
+                s.aliases[a.asname or a.name] = f"{base}.{a.name}"
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            s.aliases.pop(st.name, None)
+        elif isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        s.aliases.pop(n.id, None)
+
+
+def summarize(source: str, path: str, module: Optional[str] = None,
+              tree: Optional[ast.Module] = None) -> Optional[ModuleSummary]:
+    """The summary of one module (None when it does not parse)."""
+    if module is None:
+        module = module_name(path)[1]
+    s = ModuleSummary(module, path, is_package=os.path.basename(path) == "__init__.py")
+    full = bool(api_words().search(source))
+    if tree is None:
+        try:
+            tree = ast.parse(source, path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+    _imports(tree, s)
+    defined = {st.name for st in tree.body
+               if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    ex = _Extractor(s, defined)
+    if not full:
+        # Without a transform's or an entry point's name, the module can only define,
+        # re-export and call functions (a wrapper of a wrapper: ``summarize_calls`` reads
+        # its calls later).
+        s.complete = False
+        for st in tree.body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                ex.function(st)
+        return s
+    try:
+        ex.run(tree)
+    except RecursionError:
+        s.functions.clear()
+        s.forwards.clear()
+        s.uses.clear()
+    return s
+
+
+def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
+    """Complete an imports-only summary (the module spells a wrapper's name)."""
+    try:
+        tree = ast.parse(source, s.path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return s
+    full = ModuleSummary(s.module, s.path, s.is_package)
+    _imports(tree, full)
+    defined = {st.name for st in tree.body
+               if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    try:
+        _Extractor(full, defined).run(tree)
+    except RecursionError:
+        return s
+    return full
