@@ -492,6 +492,8 @@ def cmd_check(args) -> int:
         return _cmd_check(args)
     except ConfigError as e:
         raise UsageError(str(e)) from None
+    finally:
+        _end_project()
 
 
 def _cmd_check(args) -> int:
@@ -565,6 +567,12 @@ def _start_project(args, files: list, jobs: int, read=None) -> None:
         _project.activate(_project.Project.build(files, read=read, jobs=jobs))
     except Exception:  # noqa: BLE001 - without the project, every file is still checked
         _project.activate(None)
+
+
+def _end_project() -> None:
+    m = sys.modules.get("reflint.project")
+    if m is not None:
+        m.activate(None)
 
 
 def _stdin_project(args, name: str, data: bytes) -> None:
