@@ -796,6 +796,8 @@ ARRAY_FUNCTION_EXEMPT = frozenset({
     # `acc_ref[...] = jnp.zeros_like(acc_ref)`).
     "zeros_like", "ones_like", "full_like", "empty_like",
 })
+# Of those, the ones that make a new Array (shaped like their argument).
+ARRAY_LIKE_CONSTRUCTORS = frozenset({"zeros_like", "ones_like", "full_like", "empty_like"})
 # Methods that JAX's own test base classes define as thin wrappers of an API
 # (jax/_src/pallas/pallas_test_util.py: `self.pallas_call(kernel, ...)` forwards to
 # `pl.pallas_call` with `interpret=...`). A call of such a method on `self`/`cls` of a class
