@@ -31,6 +31,10 @@ from .summary import ModuleSummary, Target, module_name, summarize, summarize_ca
 
 MAX_ROUNDS = 12  # fixpoint rounds over the wrappers (chains longer than this stay unknown)
 MAX_ALIAS_DEPTH = 16
+# Library modules of the running environment read for their wrappers (a library's own
+# `pallas_call` drop-in), at most this many per run; never the registry's own packages.
+MAX_LIBRARY_MODULES = 64
+REGISTRY_PACKAGES = ("jax", "jaxlib", "flax", "numpy", "functools", "builtins")
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,50 @@ class Project:
                 if s.module:
                     project.modules[s.module] = s
             project._solve()
+        project._read_libraries()
         return project
+
+    # -- library modules of the environment --------------------------------------------------
+
+    def _read_libraries(self) -> None:
+        """Summarize the installed modules (source on ``sys.path``) that the project calls with
+        a function argument, so a library's wrapper of a Pallas entry point is seen; solve
+        again. Bounded: ``MAX_LIBRARY_MODULES`` modules, ``MAX_ROUNDS`` rounds."""
+        tried: set = set()
+        read = 0
+        for _ in range(MAX_ROUNDS):
+            wanted = set()
+            for s in list(self.by_path.values()):
+                for name in s.calls:
+                    if self.canonical(name) is None:
+                        wanted.add(self._expand(name))
+            added = False
+            for qn in sorted(wanted):
+                parts = qn.split(".")
+                if parts[0] in REGISTRY_PACKAGES:
+                    continue
+                for i in range(len(parts) - 1, 0, -1):
+                    mod = ".".join(parts[:i])
+                    if mod in self.modules or mod in tried:
+                        break
+                    tried.add(mod)
+                    path = find_library_source(mod)
+                    if path is None:
+                        continue
+                    if read >= MAX_LIBRARY_MODULES:
+                        return
+                    read += 1
+                    text = _read(path)
+                    s = summarize(text, path, mod) if text is not None else None
+                    if s is not None:
+                        s.library = True
+                        self.modules[mod] = s
+                        self.by_path.setdefault(os.path.abspath(path), s)
+                        added = True
+                    break
+            if not added:
+                return
+            self._solve()
 
     # -- names -------------------------------------------------------------------------------
 
@@ -160,6 +207,20 @@ class Project:
                 continue  # a submodule: the longer prefix
             return None
         return None
+
+    def _expand(self, qualname: str) -> str:
+        """``qualname`` with the re-exports of the known modules followed as far as they go
+        (the name of the module still to read)."""
+        for _ in range(MAX_ALIAS_DEPTH):
+            parts = qualname.split(".")
+            for i in range(len(parts) - 1, 0, -1):
+                mod = self.modules.get(".".join(parts[:i]))
+                if mod is not None and parts[i] in mod.aliases:
+                    qualname = ".".join([mod.aliases[parts[i]]] + parts[i + 1:])
+                    break
+            else:
+                return qualname
+        return qualname
 
     def canonical(self, qualname: str) -> Optional[str]:
         r = self.resolve(qualname)
@@ -241,7 +302,7 @@ class Project:
 
     def view(self, path: str) -> Optional["ProjectView"]:
         s = self.by_path.get(os.path.abspath(path))
-        if s is None or not s.module:
+        if s is None or not s.module or getattr(s, "library", False):
             return None
         return ProjectView(self, s)
 
@@ -293,8 +354,24 @@ class ProjectView:
     @property
     def must_analyse(self) -> bool:
         """Whether another module's summary may give this module a finding that its own text
-        does not announce (the pre-filter must not skip it)."""
-        return bool(self._reads())
+        does not announce (the pre-filter must not skip it): one of its functions is launched
+        or traced elsewhere, or it gives a function to a project wrapper. (A call of another
+        module's jitted function needs a ref here, which the pre-filter already looks for.)"""
+        cached = getattr(self, "_must", None)
+        if cached is None:
+            cached = self._must = self._forced()
+        return cached
+
+    def _forced(self) -> bool:
+        prefix = self.module + "."
+        launches = self.project.launches
+        if any(prefix + name in launches for name in self.summary.functions):
+            return True
+        for name in self.summary.calls:
+            qn = self.project.canonical(_absolute(self.summary, name))
+            if qn is not None and qn in self.project.wrappers:
+                return True
+        return False
 
     def digest(self) -> str:
         """A digest of every fact this module reads from the project (its cache key)."""
@@ -316,13 +393,11 @@ class ProjectView:
         for local, qn in sorted(self.summary.aliases.items()):
             if self.project.is_module(qn):
                 mod = self.project.modules[qn]
-                for name in sorted(mod.functions):
+                # `import lib; lib.f(...)`: its functions and what it re-exports.
+                for name in sorted(set(mod.functions) | set(mod.aliases)):
                     got = self.function(f"{qn}.{name}")
                     if got is not None:
                         out.append(("import", f"{qn}.{name}", got))
-                for q, w in sorted(self.project.wrappers.items()):
-                    if q.startswith(qn + ".") and q.count(".") == qn.count(".") + 1:
-                        out.append(("import", q, w))
             else:
                 got = self.function(qn)
                 if got is not None:
@@ -334,6 +409,26 @@ class ProjectView:
         prefix = self.module + "."
         return {q[len(prefix):] for q in self.project.launches
                 if q.startswith(prefix) and "." not in q[len(prefix):]}
+
+
+def _absolute(s: ModuleSummary, name: str) -> str:
+    return name
+
+
+def find_library_source(module: str) -> Optional[str]:
+    """The source file of ``module`` on ``sys.path`` (``a/b.py`` or ``a/b/__init__.py``),
+    found without importing anything; None when there is none."""
+    import sys
+
+    rel = module.replace(".", os.sep)
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        for cand in (os.path.join(entry, rel + ".py"),
+                     os.path.join(entry, rel, "__init__.py")):
+            if os.path.isfile(cand):
+                return cand
+    return None
 
 
 def _read(path: str) -> Optional[str]:

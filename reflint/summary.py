@@ -88,6 +88,10 @@ class ModuleSummary:
     forwards: list = field(default_factory=list)
     uses: list = field(default_factory=list)
     complete: bool = True  # False: only the imports were read (a file without API words)
+    library: bool = False  # a module of the environment, read for its wrappers (not checked)
+    # Functions of other modules called with a function argument (may be wrappers: the
+    # project reads an installed library's module for them).
+    calls: set = field(default_factory=set)
 
 
 def module_name(path: str) -> tuple:
@@ -106,16 +110,55 @@ def module_name(path: str) -> tuple:
     return folder, ".".join(parts)
 
 
-# The words a file must spell to give a function to a transform or a Pallas entry point.
+# The words a file must spell to give a function to a Pallas entry point: only such files
+# (and those spelling a project wrapper's name) are parsed whole; the others get their imports
+# and top-level function headers read (``_headers``).
 _API_WORDS = None
 
 
 def api_words() -> "re.Pattern":
     global _API_WORDS
     if _API_WORDS is None:
-        _API_WORDS = re.compile(api.trigger_words(api.family(api.Family.TRANSFORM,
-                                                             api.Family.KERNEL)))
+        # `kernel` is also a common word: `pl.kernel` / `plgpu.kernel` / an imported `kernel`.
+        words = [w for w in api.spelled_names(api.family(api.Family.KERNEL)) if w != "kernel"]
+        _API_WORDS = re.compile(api.words_pattern(words) +
+                                r"|\.kernel\b|\bimport\b[^\n]*\bkernel\b")
     return _API_WORDS
+
+
+_OPEN = str.maketrans("", "", "([{")
+_CLOSE = str.maketrans("", "", ")]}")
+
+
+def _headers(source: str) -> Optional[str]:
+    """The module's top-level imports and function headers (decorators included, bodies
+    replaced by ``pass``), as source: what a summary of a module without a Pallas name needs,
+    parsed in a fraction of the whole file's time. None when the lines cannot be cut
+    (a bracket in a string ...): the caller parses the whole file then."""
+    lines = source.splitlines()
+    out = []
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        if not line.startswith(("import ", "from ", "def ", "async def ", "@")):
+            i += 1
+            continue
+        depth = 0
+        j = i
+        while j < n:
+            text = lines[j].split("#", 1)[0] if "#" in lines[j] else lines[j]
+            depth += len(text) - len(text.translate(_OPEN))
+            depth -= len(text) - len(text.translate(_CLOSE))
+            if depth <= 0 and not text.rstrip().endswith("\\"):
+                break
+            j += 1
+        if depth > 0:
+            return None
+        out.extend(lines[i:j + 1])
+        if line.startswith(("def ", "async def ")):
+            out.append("    pass")
+        i = j + 1
+    return "\n".join(out) + "\n"
 
 
 def _resolve_relative(module: str, is_package: bool, level: int, name: Optional[str]):
@@ -330,14 +373,20 @@ class _Extractor:
             name_node, bound, kws = got
             if fn is not None and isinstance(name_node, ast.Name) and \
                     name_node.id in params and name_node.id not in rebound:
+                if target.kind == "call":
+                    self.s.calls.add(target.name)
                 self.s.forwards.append(Forward(fn.name, name_node.id, params[name_node.id],
                                                target, node.lineno, bound, kws))
                 continue
             if isinstance(name_node, ast.Name) and name_node.id in self.defined and \
                     name_node.id not in self.s.aliases:
+                if target.kind == "call" and name_node.id not in sh:
+                    self.s.calls.add(target.name)  # may be a wrapper: its own analysis asks
                 continue  # a function of this module: its own analysis sees the call
             qn = self.qualname(name_node, sh)
             if qn is not None:
+                if target.kind == "call":
+                    self.s.calls.add(target.name)
                 self.s.uses.append(Use(qn, target, node.lineno, bound, kws))
 
     def decorators_of(self, fn) -> None:
@@ -405,6 +454,13 @@ def summarize(source: str, path: str, module: Optional[str] = None,
         module = module_name(path)[1]
     s = ModuleSummary(module, path, is_package=os.path.basename(path) == "__init__.py")
     full = bool(api_words().search(source))
+    if tree is None and not full:
+        head = _headers(source)
+        if head is not None:
+            try:
+                tree = ast.parse(head, path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
     if tree is None:
         try:
             tree = ast.parse(source, path)

@@ -202,3 +202,26 @@ def test_split_fixture_random_cut(path, tmp_path):
     expected = got[0]
     reported = {f for f in check(str(tmp_path), "--no-cache") if f[2] != "REF900"}
     assert reported <= expected, f"new findings across modules: {sorted(reported - expected)}"
+
+
+def test_library_wrapper_of_the_environment(tmp_path, monkeypatch):
+    """A wrapper of pl.pallas_call in an installed library (source on sys.path, never
+    imported) makes the kernel given to it a kernel."""
+    lib = tmp_path / "site" / "quantlib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("from .pallas import pallas_call\n")
+    (lib / "pallas.py").write_text(
+        "from jax.experimental import pallas as pl\n\n\n"
+        "def pallas_call(kernel, *args, **kwargs):\n"
+        "    raise SystemExit('imported!')\n"
+        "    return pl.pallas_call(kernel, *args, **kwargs)\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "model.py").write_text(
+        "import quantlib\n\n\n"
+        "def k(x_ref, o_ref):\n"
+        "    o_ref[...] = x_ref * 2\n\n\n"
+        "def run(x):\n"
+        "    return quantlib.pallas_call(k, out_shape=x)(x)\n")
+    assert check(str(proj), "--no-cache") == {("model.py", 5, "REF007")}
