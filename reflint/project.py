@@ -160,7 +160,7 @@ class Project:
             added = False
             for qn in sorted(wanted):
                 parts = qn.split(".")
-                if parts[0] in REGISTRY_PACKAGES:
+                if parts[0] in REGISTRY_PACKAGES or parts[0] in _stdlib():
                     continue
                 for i in range(len(parts) - 1, 0, -1):
                     mod = ".".join(parts[:i])
@@ -413,6 +413,12 @@ class ProjectView:
 
 def _absolute(s: ModuleSummary, name: str) -> str:
     return name
+
+
+def _stdlib() -> frozenset:
+    import sys
+
+    return frozenset(getattr(sys, "stdlib_module_names", ()))
 
 
 def find_library_source(module: str) -> Optional[str]:

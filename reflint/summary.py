@@ -116,6 +116,22 @@ def module_name(path: str) -> tuple:
 _API_WORDS = None
 
 
+def has_api_words(source: str) -> bool:
+    """The module spells a Pallas entry point (a cheap substring test first)."""
+    words = _literal_words()
+    return any(w in source for w in words) and bool(api_words().search(source))
+
+
+_WORDS: Optional[tuple] = None
+
+
+def _literal_words() -> tuple:
+    global _WORDS
+    if _WORDS is None:
+        _WORDS = tuple(api.spelled_names(api.family(api.Family.KERNEL)))
+    return _WORDS
+
+
 def api_words() -> "re.Pattern":
     global _API_WORDS
     if _API_WORDS is None:
@@ -137,10 +153,13 @@ def _headers(source: str) -> Optional[str]:
     (a bracket in a string ...): the caller parses the whole file then."""
     lines = source.splitlines()
     out = []
+    pending: list = []  # decorators, until the statement they decorate
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
         if not line.startswith(("import ", "from ", "def ", "async def ", "@")):
+            if line[:1] not in ("", " ", "\t", "#", ")", "]", "}"):
+                pending = []  # a class (or anything else) the decorators belong to
             i += 1
             continue
         depth = 0
@@ -152,11 +171,19 @@ def _headers(source: str) -> Optional[str]:
             if depth <= 0 and not text.rstrip().endswith("\\"):
                 break
             j += 1
-        if depth > 0:
+        if depth != 0:
             return None
-        out.extend(lines[i:j + 1])
-        if line.startswith(("def ", "async def ")):
-            out.append("    pass")
+        if line.startswith("@"):
+            pending.extend(lines[i:j + 1])
+        elif line.startswith(("def ", "async def ")):
+            out.extend(pending)
+            out.extend(lines[i:j + 1])
+            if lines[j].split("#", 1)[0].rstrip().endswith(":"):
+                out.append("    pass")  # else a one-line body (`def f(): return x`)
+            pending = []
+        else:
+            out.extend(lines[i:j + 1])
+            pending = []
         i = j + 1
     return "\n".join(out) + "\n"
 
@@ -296,7 +323,13 @@ class _Extractor:
         for stmt in tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(stmt)
-        self.walk_calls(tree.body, set(), None)
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    stmt.name in self.defined:
+                self.decorators_of(stmt)
+                self.walk_calls(stmt.body, stmt)
+            else:
+                self.walk_calls([stmt], None)
 
     def function(self, fn) -> None:
         transforms = []
@@ -331,39 +364,53 @@ class _Extractor:
             return (a.name, static)
         return None
 
-    def walk_calls(self, body, shadowed: set, fn) -> None:
+    def walk_calls(self, body: list, fn) -> None:
         """Record what each call gives to a transform, a Pallas entry point or another
         function: a parameter of the enclosing top-level function ``fn`` (a forward) or an
-        imported function (a use). Names a scope binds are not the module's (``shadowed``)."""
+        imported function (a use). A name bound in an enclosing function is not the module's:
+        the names of the scopes around a call are computed only for the calls that may
+        matter (their function is an imported or a module-level name)."""
         params: dict = {}
-        rebound: set = set()
         if fn is not None:
             params = {n: (i if k in ("pos", "posonly") else None)
                       for i, (n, k) in enumerate(_params(fn)) if k not in ("vararg", "kwarg")}
-            rebound = self.rebound_params(fn)
-        stack = [(n, shadowed) for n in (body if isinstance(body, list) else [body])]
-        while stack:
-            node, sh = stack.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                if fn is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                        and node.name in self.defined and sh is shadowed:
-                    self.decorators_of(node)
-                    self.walk_calls(node.body, _bound_names(node) |
-                                    {n for n, _ in _params(node)}, node)
-                    continue
-                inner = sh | _bound_names(node) | {n for n, _ in _params(node)}
-                for d in getattr(node, "decorator_list", ()):
-                    stack.append((d, sh))
-                body_nodes = node.body if isinstance(node.body, list) else [node.body]
-                stack.extend((b, inner) for b in body_nodes)
+        scopes = []
+        calls = []
+        for root in body:
+            for n in ast.walk(root):
+                t = type(n)
+                if t is ast.Call:
+                    calls.append(n)
+                elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.Lambda:
+                    scopes.append(n)
+        if not calls:
+            return
+        known = self.s.aliases.keys() | self.defined
+        names: dict = {}
+        base = None
+        rebound = None
+        for call in calls:
+            head = call.func
+            while type(head) is ast.Attribute:
+                head = head.value
+            if type(head) is not ast.Name or head.id not in known:
                 continue
-            if isinstance(node, ast.ClassDef):
-                stack.extend((b, sh) for b in node.body)
-                stack.extend((d, sh) for d in node.decorator_list)
-                continue
-            if isinstance(node, ast.Call):
-                self.call(node, sh, fn, params, rebound)
-            stack.extend((c, sh) for c in ast.iter_child_nodes(node))
+            if base is None:
+                base = (_bound_names(fn) | set(params)) if fn is not None else set()
+                rebound = self.rebound_params(fn) if fn is not None else set()
+            sh = base
+            inner: set = set()
+            for sc in scopes:
+                if (sc.lineno, sc.col_offset) <= (call.lineno, call.col_offset) and \
+                        (call.end_lineno, call.end_col_offset) <= (sc.end_lineno,
+                                                                   sc.end_col_offset):
+                    got = names.get(id(sc))
+                    if got is None:
+                        got = names[id(sc)] = _bound_names(sc) | {
+                            a.arg for a in ast.walk(sc.args) if isinstance(a, ast.arg)}
+                    inner = inner | got
+            # A parameter a nested function binds again is not the one forwarded.
+            self.call(call, sh | inner, fn, params, rebound | inner if inner else rebound)
 
     def call(self, node: ast.Call, sh: set, fn, params: dict, rebound: set) -> None:
         for target, arg in self.targets(node, sh):
@@ -453,7 +500,7 @@ def summarize(source: str, path: str, module: Optional[str] = None,
     if module is None:
         module = module_name(path)[1]
     s = ModuleSummary(module, path, is_package=os.path.basename(path) == "__init__.py")
-    full = bool(api_words().search(source))
+    full = has_api_words(source)
     if tree is None and not full:
         head = _headers(source)
         if head is not None:

@@ -163,10 +163,6 @@ class CallsMixin:
                 return None
             return NamespaceVal(node, {arg.keyword.value: v for arg, v in args if arg.keyword})
         a = api.lookup(qn)
-        if a is None and self.project is not None:
-            handled, value = self._project_call(node, qn, args, state)  # another module's
-            if handled:
-                return value
         if a is None:
             if qn.startswith("builtins."):
                 name = qn[len("builtins."):]

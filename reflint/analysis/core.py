@@ -44,8 +44,8 @@ from .syntax import (
 )
 
 
-class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, DependenceMixin,
-                     ProjectMixin):
+class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin,
+                     DependenceMixin):
     """Analysis of one module. Build with ``ModuleAnalysis(module)``; rules read the facts."""
 
     def __init__(self, module: cst.Module, path: str = "<string>", settings=None,

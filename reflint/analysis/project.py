@@ -66,6 +66,15 @@ class ProjectMixin:
             self._sink.add(KernelEntry(info, name, callee, node))
         self._provenance[id(info)] = self.project.describe(info.name)
 
+    def _call_qn(self, node: cst.Call, qn: str, args: list, state):
+        """A call of a qualified name: a project function the registry does not know is
+        another module's (a wrapper, a jitted function); anything else, CallsMixin's."""
+        if self.project is not None and api.lookup(qn) is None:
+            handled, value = self._project_call(node, qn, args, state)
+            if handled:
+                return value
+        return super()._call_qn(node, qn, args, state)
+
     def _project_call(self, node: cst.Call, qn: str, args: list, state) -> tuple:
         """(handled, value) for a call of the project function ``qn``."""
         try:
