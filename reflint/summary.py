@@ -146,20 +146,112 @@ _OPEN = str.maketrans("", "", "([{")
 _CLOSE = str.maketrans("", "", ")]}")
 
 
+_CLASS = re.compile(r"\s*class\s+(\w+)")
+
+
+def _reduced(source: str, relevant=None) -> Optional[str]:
+    """The module cut down to what a summary reads, on the same lines: its top-level
+    statements in full but for functions and classes, whose bodies are cut (a function keeps
+    its decorators and header, a body ``pass``; a class becomes ``Name = None``), unless
+    ``relevant(text)`` says the statement may launch or forward a function. Parsed in a
+    fraction of the whole file's time. None when the lines cannot be cut (a bracket in a
+    string, a string at column 0 ...): the caller parses the whole file then."""
+    lines = source.splitlines()
+    n = len(lines)
+    chunks = []  # (first line, last line) of each top-level statement, decorators included
+    decorating = False  # the last chunk is decorators only, so far
+    i = 0
+    while i < n:
+        line = lines[i]
+        if line[:1] in ("", " ", "\t", "#"):
+            i += 1
+            continue
+        if line[:1] in (")", "]", "}"):
+            return None
+        depth = 0
+        j = i
+        while True:
+            text = lines[j].split("#", 1)[0] if "#" in lines[j] else lines[j]
+            depth += len(text) - len(text.translate(_OPEN))
+            depth -= len(text) - len(text.translate(_CLOSE))
+            nxt = j + 1
+            if depth < 0:
+                return None
+            if depth == 0 and not text.rstrip().endswith("\\"):
+                # The statement goes on while the next lines are indented (a block).
+                while nxt < n and lines[nxt][:1] in ("", " ", "\t", "#", ")", "]", "}"):
+                    if lines[nxt][:1] in (")", "]", "}"):
+                        return None
+                    nxt += 1
+                break
+            if nxt >= n:
+                return None
+            j = nxt
+        if decorating:
+            chunks[-1] = (chunks[-1][0], nxt - 1)  # decorators and what they decorate
+        else:
+            chunks.append((i, nxt - 1))
+        decorating = line.startswith("@")
+        i = nxt
+    out = [""] * n
+    for a, b in chunks:
+        body = lines[a:b + 1]
+        k = 0
+        while k < len(body) and body[k].startswith("@"):
+            k += 1
+        head = body[k] if k < len(body) else ""
+        is_def = head.startswith(("def ", "async def "))
+        is_class = head.startswith("class ") or (k < len(body) and _CLASS.match(head))
+        if not (is_def or is_class) or (relevant is not None and relevant("\n".join(body))):
+            out[a:b + 1] = body
+            continue
+        if is_class:
+            m = _CLASS.match(head)
+            if m is None:
+                return None
+            out[a + k] = f"{m.group(1)} = None"
+            continue
+        # The header: from `def` to the line ending in ':' at bracket depth 0.
+        depth = 0
+        h = k
+        while h < len(body):
+            text = body[h].split("#", 1)[0] if "#" in body[h] else body[h]
+            depth += len(text) - len(text.translate(_OPEN))
+            depth -= len(text) - len(text.translate(_CLOSE))
+            if depth == 0:
+                break
+            h += 1
+        out[a:a + h + 1] = body[:h + 1]
+        last = body[h].split("#", 1)[0].rstrip()
+        if last.endswith(":"):
+            if a + h + 1 > b:
+                return None
+            out[a + h + 1] = "    pass"
+    return "\n".join(out) + "\n"
+
+
+_REBINDS = re.compile(r"(?:([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::[^=]*)?=(?!=)"
+                      r"|del\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*$"
+                      r"|class\s+([A-Za-z_]\w*))")
+
+
 def _headers(source: str) -> Optional[str]:
     """The module's top-level imports and function headers (decorators included, bodies
-    replaced by ``pass``), as source: what a summary of a module without a Pallas name needs,
-    parsed in a fraction of the whole file's time. None when the lines cannot be cut
-    (a bracket in a string ...): the caller parses the whole file then."""
+    replaced by ``pass``), on the same lines: cheaper than ``_reduced`` (which keeps every
+    other statement), for a module without a Pallas name. None when the lines cannot be cut:
+    the caller parses the whole file then."""
     lines = source.splitlines()
-    out = []
-    pending: list = []  # decorators, until the statement they decorate
+    out = [""] * len(lines)
+    pending: list = []  # decorators (line numbers), until the statement they decorate
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
         if not line.startswith(("import ", "from ", "def ", "async def ", "@")):
             if line[:1] not in ("", " ", "\t", "#", ")", "]", "}"):
                 pending = []  # a class (or anything else) the decorators belong to
+                m = _REBINDS.match(line)
+                if m is not None:  # `name = ...`, `del name`, `class Name`: no import now
+                    out[i] = f"del {m.group(1) or m.group(2) or m.group(3)}"
             i += 1
             continue
         depth = 0
@@ -174,17 +266,18 @@ def _headers(source: str) -> Optional[str]:
         if depth != 0:
             return None
         if line.startswith("@"):
-            pending.extend(lines[i:j + 1])
-        elif line.startswith(("def ", "async def ")):
-            out.extend(pending)
-            out.extend(lines[i:j + 1])
-            if lines[j].split("#", 1)[0].rstrip().endswith(":"):
-                out.append("    pass")  # else a one-line body (`def f(): return x`)
-            pending = []
+            pending.extend(range(i, j + 1))
         else:
-            out.extend(lines[i:j + 1])
+            if line.startswith(("def ", "async def ")):
+                for k in pending:
+                    out[k] = lines[k]
+                if lines[j].split("#", 1)[0].rstrip().endswith(":"):
+                    if j + 1 >= n:
+                        return None
+                    out[j + 1] = "    pass"  # else a one-line body (`def f(): return x`)
+            out[i:j + 1] = lines[i:j + 1]
             pending = []
-        i = j + 1
+        i = j + 1 if not line.startswith(("def ", "async def ")) else j + 2
     return "\n".join(out) + "\n"
 
 
@@ -486,8 +579,8 @@ def _imports(tree: ast.Module, s: ModuleSummary) -> None:
                 s.aliases[a.asname or a.name] = f"{base}.{a.name}"
         elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             s.aliases.pop(st.name, None)
-        elif isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        elif isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete)):
+            targets = st.targets if isinstance(st, (ast.Assign, ast.Delete)) else [st.target]
             for t in targets:
                 for n in ast.walk(t):
                     if isinstance(n, ast.Name):
@@ -501,11 +594,13 @@ def summarize(source: str, path: str, module: Optional[str] = None,
         module = module_name(path)[1]
     s = ModuleSummary(module, path, is_package=os.path.basename(path) == "__init__.py")
     full = has_api_words(source)
-    if tree is None and not full:
-        head = _headers(source)
-        if head is not None:
+    reduced = False
+    if tree is None:
+        cut = _reduced(source, _relevant) if full else _headers(source)
+        if cut is not None:
             try:
-                tree = ast.parse(head, path)
+                tree = ast.parse(cut, path)
+                reduced = True
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
     if tree is None:
@@ -526,6 +621,9 @@ def summarize(source: str, path: str, module: Optional[str] = None,
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 ex.function(st)
         return s
+    # Statements without an API's name were cut: a call of a wrapper there is read when the
+    # project knows the wrapper's name (summarize_calls).
+    s.complete = not reduced
     try:
         ex.run(tree)
     except RecursionError:
@@ -533,6 +631,23 @@ def summarize(source: str, path: str, module: Optional[str] = None,
         s.forwards.clear()
         s.uses.clear()
     return s
+
+
+def _relevant(text: str) -> bool:
+    """A top-level statement that may launch, trace or forward a function: it spells a
+    Pallas entry point, a transform or functools.partial."""
+    return any(w in text for w in _statement_words())
+
+
+_STATEMENT_WORDS: Optional[tuple] = None
+
+
+def _statement_words() -> tuple:
+    global _STATEMENT_WORDS
+    if _STATEMENT_WORDS is None:
+        names = api.family(api.Family.KERNEL, api.Family.TRANSFORM, api.Family.PARTIAL)
+        _STATEMENT_WORDS = tuple(api.spelled_names(names))
+    return _STATEMENT_WORDS
 
 
 def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
