@@ -117,9 +117,8 @@ _API_WORDS = None
 
 
 def has_api_words(source: str) -> bool:
-    """The module spells a Pallas entry point (a cheap substring test first)."""
-    words = _literal_words()
-    return any(w in source for w in words) and bool(api_words().search(source))
+    """The module spells a Pallas entry point (a substring test first)."""
+    return any(w in source for w in _literal_words()) and bool(api_words().search(source))
 
 
 _WORDS: Optional[tuple] = None
@@ -138,7 +137,7 @@ def api_words() -> "re.Pattern":
         # `kernel` is also a common word: `pl.kernel` / `plgpu.kernel` / an imported `kernel`.
         words = [w for w in api.spelled_names(api.family(api.Family.KERNEL)) if w != "kernel"]
         _API_WORDS = re.compile(api.words_pattern(words) +
-                                r"|\.kernel\b|\bimport\b[^\n]*\bkernel\b")
+                                r"|\.kernel\b|^(?:from|import)\b[^\n]*\bkernel\b", re.M)
     return _API_WORDS
 
 
@@ -235,50 +234,66 @@ _REBINDS = re.compile(r"(?:([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::[^=]*)?=
                       r"|class\s+([A-Za-z_]\w*))")
 
 
+_COLUMN0 = re.compile(r"^(?:import |from |def |async def |@|[A-Za-z_])[^\n]*", re.M)
+
+
 def _headers(source: str) -> Optional[str]:
     """The module's top-level imports and function headers (decorators included, bodies
     replaced by ``pass``), on the same lines: cheaper than ``_reduced`` (which keeps every
-    other statement), for a module without a Pallas name. None when the lines cannot be cut:
-    the caller parses the whole file then."""
-    lines = source.splitlines()
-    out = [""] * len(lines)
-    pending: list = []  # decorators (line numbers), until the statement they decorate
-    i, n = 0, len(lines)
-    while i < n:
-        line = lines[i]
-        if not line.startswith(("import ", "from ", "def ", "async def ", "@")):
-            if line[:1] not in ("", " ", "\t", "#", ")", "]", "}"):
-                pending = []  # a class (or anything else) the decorators belong to
-                m = _REBINDS.match(line)
-                if m is not None:  # `name = ...`, `del name`, `class Name`: no import now
-                    out[i] = f"del {m.group(1) or m.group(2) or m.group(3)}"
-            i += 1
+    other statement), for a module without a Pallas name. Only lines at column 0 are read.
+    None when the lines cannot be cut: the caller parses the whole file then."""
+    lines = None
+    out: dict = {}  # line index -> text
+    pending: list = []  # decorators, until the statement they decorate
+    line_no = 0
+    pos = 0
+    skip_to = -1
+    for m in _COLUMN0.finditer(source):
+        line_no += source.count("\n", pos, m.start())
+        pos = m.start()
+        if line_no <= skip_to:
             continue
-        depth = 0
-        j = i
-        while j < n:
-            text = lines[j].split("#", 1)[0] if "#" in lines[j] else lines[j]
-            depth += len(text) - len(text.translate(_OPEN))
-            depth -= len(text) - len(text.translate(_CLOSE))
-            if depth <= 0 and not text.rstrip().endswith("\\"):
-                break
-            j += 1
-        if depth != 0:
+        line = m.group()
+        if not line.startswith(("import ", "from ", "def ", "async def ", "@")):
+            pending = []  # a class (or anything else) the decorators belong to
+            r = _REBINDS.match(line)
+            if r is not None:  # `name = ...`, `del name`, `class Name`: no import now
+                out[line_no] = f"del {r.group(1) or r.group(2) or r.group(3)}"
+            continue
+        text = line.split("#", 1)[0] if "#" in line else line
+        depth = len(text) - len(text.translate(_OPEN)) - (len(text) - len(text.translate(_CLOSE)))
+        j = line_no
+        if depth > 0 or text.rstrip().endswith("\\"):
+            if lines is None:
+                lines = source.splitlines()
+            while depth > 0 or text.rstrip().endswith("\\"):
+                j += 1
+                if j >= len(lines):
+                    return None
+                text = lines[j].split("#", 1)[0] if "#" in lines[j] else lines[j]
+                depth += len(text) - len(text.translate(_OPEN))
+                depth -= len(text) - len(text.translate(_CLOSE))
+            if depth != 0:
+                return None
+        if depth < 0:
             return None
+        block = [line] if j == line_no else lines[line_no:j + 1]
         if line.startswith("@"):
-            pending.extend(range(i, j + 1))
+            pending.extend(zip(range(line_no, j + 1), block))
         else:
             if line.startswith(("def ", "async def ")):
-                for k in pending:
-                    out[k] = lines[k]
-                if lines[j].split("#", 1)[0].rstrip().endswith(":"):
-                    if j + 1 >= n:
-                        return None
+                for k, t in pending:
+                    out[k] = t
+                if text.rstrip().endswith(":"):
                     out[j + 1] = "    pass"  # else a one-line body (`def f(): return x`)
-            out[i:j + 1] = lines[i:j + 1]
+            for k, t in zip(range(line_no, j + 1), block):
+                out[k] = t
             pending = []
-        i = j + 1 if not line.startswith(("def ", "async def ")) else j + 2
-    return "\n".join(out) + "\n"
+        skip_to = j
+    if not out:
+        return "\n"
+    n = max(out) + 1
+    return "\n".join(out.get(k, "") for k in range(n)) + "\n"
 
 
 def _resolve_relative(module: str, is_package: bool, level: int, name: Optional[str]):
@@ -460,50 +475,48 @@ class _Extractor:
     def walk_calls(self, body: list, fn) -> None:
         """Record what each call gives to a transform, a Pallas entry point or another
         function: a parameter of the enclosing top-level function ``fn`` (a forward) or an
-        imported function (a use). A name bound in an enclosing function is not the module's:
-        the names of the scopes around a call are computed only for the calls that may
-        matter (their function is an imported or a module-level name)."""
+        imported function (a use). Only calls of an imported or module-level name are read."""
         params: dict = {}
         if fn is not None:
             params = {n: (i if k in ("pos", "posonly") else None)
                       for i, (n, k) in enumerate(_params(fn)) if k not in ("vararg", "kwarg")}
-        scopes = []
+        # One walk: the calls, and every name bound anywhere below (a name bound in the
+        # function or a nested scope is not the module's, wherever it is used: conservative).
         calls = []
+        bound: set = set()
+        rebound: set = set()  # a parameter assigned, or bound again by a nested scope
         for root in body:
             for n in ast.walk(root):
                 t = type(n)
                 if t is ast.Call:
                     calls.append(n)
-                elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.Lambda:
-                    scopes.append(n)
+                elif t is ast.Name:
+                    if type(n.ctx) is not ast.Load:
+                        bound.add(n.id)
+                        rebound.add(n.id)
+                elif t is ast.arg:
+                    bound.add(n.arg)
+                    rebound.add(n.arg)
+                elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.ClassDef:
+                    bound.add(n.name)
+                elif t is ast.Import or t is ast.ImportFrom:
+                    bound.update((a.asname or a.name).split(".")[0] for a in n.names)
+                elif t is ast.Global or t is ast.Nonlocal:
+                    bound.update(n.names)
+                elif t is ast.ExceptHandler and n.name:
+                    bound.add(n.name)
         if not calls:
             return
         known = self.s.aliases.keys() | self.defined
-        names: dict = {}
-        base = None
-        rebound = None
+        sh = bound | set(params)
+        if fn is not None:
+            sh |= {n for n, _ in _params(fn)}
         for call in calls:
             head = call.func
             while type(head) is ast.Attribute:
                 head = head.value
-            if type(head) is not ast.Name or head.id not in known:
-                continue
-            if base is None:
-                base = (_bound_names(fn) | set(params)) if fn is not None else set()
-                rebound = self.rebound_params(fn) if fn is not None else set()
-            sh = base
-            inner: set = set()
-            for sc in scopes:
-                if (sc.lineno, sc.col_offset) <= (call.lineno, call.col_offset) and \
-                        (call.end_lineno, call.end_col_offset) <= (sc.end_lineno,
-                                                                   sc.end_col_offset):
-                    got = names.get(id(sc))
-                    if got is None:
-                        got = names[id(sc)] = _bound_names(sc) | {
-                            a.arg for a in ast.walk(sc.args) if isinstance(a, ast.arg)}
-                    inner = inner | got
-            # A parameter a nested function binds again is not the one forwarded.
-            self.call(call, sh | inner, fn, params, rebound | inner if inner else rebound)
+            if type(head) is ast.Name and head.id in known:
+                self.call(call, sh, fn, params, rebound)
 
     def call(self, node: ast.Call, sh: set, fn, params: dict, rebound: set) -> None:
         for target, arg in self.targets(node, sh):
