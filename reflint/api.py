@@ -17,7 +17,7 @@ section 2e (and docs/jax-versions.md for 0.11 and later).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 
@@ -294,6 +294,12 @@ class Family(enum.Enum):
     NNX = "Flax NNX"
     ARRAY = "array function"  # an array function with meaning for the analysis
     GRAD_ENTRY = "with_refs entry"  # jax.ad.GradValue() / DontWant(): what a VJP gives back
+    SEQUENCE = "sequence helper"  # split_list(refs, [n]): the pieces of its first argument
+    # A decorator or base class that makes a class's instances records of named fields
+    # (dataclasses, NamedTuple, flax.struct, register_dataclass ...): `record` says how they
+    # are built (reflint/analysis/objects.py).
+    RECORD = "record class"
+    TREE = "pytree utility"  # jax.tree.map / leaves / flatten / unflatten: `tree_op`
 
 
 class Result(enum.Enum):
@@ -311,6 +317,7 @@ class Result(enum.Enum):
     NNX_WITH_VARS = "a copy with refs or arrays, as its ref= keyword says"  # nnx.with_vars
     NNX_SPLIT = "(graphdef, state, ...): the states hold refs when the object does"
     NNX_MERGE = "an NNX object holding refs when a state does"
+    NNX_STATE = "the object's state: it holds refs when the object does"
     REF_SWITCH = "refs on or off for NNX objects created after it, or inside it as a context"
     FUNCTION = "a transformed function"
     LAUNCHER = "a callable that runs the kernel on its operands"
@@ -357,6 +364,10 @@ class Callee:
     # indices), and the last one when one of the keywords ``carry_if`` is given (a carry).
     leading: int = 0
     carry_if: tuple = ()
+    # The API's keyword arguments name the function's parameters and give their types
+    # (`@pl.with_scoped(scratches=(pltpu.VMEM(...), ...))`): a tuple, list or dict there makes
+    # the parameter a pytree of refs, not a ref.
+    typed_kwargs: bool = False
 
 
 @dataclass(frozen=True)
@@ -394,6 +405,19 @@ class Api:
     # Control flow: arguments that must be Arrays (a predicate, an index, loop bounds): a ref
     # there is REF007 (JAX: "Attempting to pass a Ref ... did you forget to unpack").
     array_args: tuple = ()
+    # RECORD: "dataclass" (fields are the annotated class attributes, given by position or
+    # keyword), "namedtuple" (the same, and the instance is a tuple of them), "pytree" (a
+    # registered class built by its own __init__).
+    record: str = ""
+    # TREE: "map" (calls its function on the leaves of its tree arguments; the result is a
+    # tree of what the function returns), "leaves", "flatten", "unflatten".
+    tree_op: str = ""
+    # NNX_OBJECT (a Flax layer): calling it (``"__call__"``) or its method of that name writes
+    # its own Variables with values computed from the call's arguments (BatchNorm's batch
+    # statistics in training, Optimizer.update's state), unless one of ``write_unless`` is a
+    # literal True at construction or at the call (``use_running_average=True``).
+    call_writes: str = ""
+    write_unless: tuple = ()
 
 
 def _lax(name: str) -> tuple:
@@ -532,12 +556,19 @@ APIS: tuple = (
                         outputs_after_operands=True,
                         scratch=("scratch_shapes", "grid_spec")),), factory="kwargs",
         word="a Pallas kernel", call_word="pallas_call", ref_source=True),
-    Api("kernel", ("jax.experimental.pallas.kernel", "jax._src.pallas.helpers.kernel",
-                   "jax.experimental.pallas.mosaic_gpu.kernel",
-                   "jax._src.pallas.mosaic_gpu.core.kernel"),
+    # `pl.kernel(body, mesh=...)(x_ref, ...)`: one ref passed twice is rejected ("Cannot pass
+    # the same ref into a mpmd map multiple times", measured on 0.10.2 with a one-core
+    # TensorCore mesh under interpret).
+    Api("kernel", ("jax.experimental.pallas.kernel", "jax._src.pallas.helpers.kernel"),
         Family.KERNEL, Result.LAUNCHER,
         callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True, returns_none=True),),
-        factory="kwargs", word="a Pallas kernel", call_word="pl.kernel", ref_source=True),
+        factory="kwargs", checks_aliasing=True, word="a Pallas kernel", call_word="pl.kernel",
+        ref_source=True),
+    Api("kernel_gpu", ("jax.experimental.pallas.mosaic_gpu.kernel",
+                       "jax._src.pallas.mosaic_gpu.core.kernel"),
+        Family.KERNEL, Result.LAUNCHER,
+        callees=(Callee(0, "body", Role.PALLAS_KERNEL, refs=True, returns_none=True),),
+        factory="kwargs", word="a Pallas kernel", call_word="plgpu.kernel", ref_source=True),
     Api("run_scoped", ("jax.experimental.pallas.run_scoped",
                        "jax._src.pallas.primitives.run_scoped"),
         Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, refs=True),),
@@ -571,7 +602,8 @@ APIS: tuple = (
     # (jax/_src/pallas/helpers.py).
     Api("with_scoped", ("jax.experimental.pallas.with_scoped",
                         "jax._src.pallas.helpers.with_scoped"),
-        Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, refs=True),),
+        Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, refs=True,
+                                       typed_kwargs=True),),
         factory="always", word="a Pallas with_scoped body", ref_source=True),
     Api("core_map", ("jax.experimental.pallas.core_map", "jax._src.pallas.core.core_map"),
         Family.KERNEL, callees=(Callee(0, "f", Role.PALLAS_KERNEL, returns_none=True),),
@@ -587,6 +619,16 @@ APIS: tuple = (
         Family.INLINE, callees=(Callee(0, "f", None),), factory="always"),
     Api("loop", ("jax.experimental.pallas.loop", "jax._src.pallas.helpers.loop"),
         Family.INLINE, callees=(Callee(0, "f", None, (None,)),), factory="always"),
+    # TPU SparseCore: `@plsc.parallel_loop(lo, hi) def body(i): ...` runs its body in the
+    # kernel (jax/_src/pallas/mosaic/sc_primitives.py).
+    Api("parallel_loop", ("jax.experimental.pallas.tpu_sc.parallel_loop",
+                          "jax._src.pallas.mosaic.sc_primitives.parallel_loop"),
+        Family.INLINE, callees=(Callee(0, "f", None, (None,)),), factory="always"),
+    # JAX's own sequence helper, used by Pallas kernels to split their `*refs`
+    # (`gmem_refs, scratch_refs = util.split_list(refs, [n])`, tests/pallas/mosaic_gpu_test.py):
+    # the pieces of the refs are refs.
+    Api("split_list", ("jax._src.util.split_list", "jax._src.util.split_list_checked"),
+        Family.SEQUENCE),
     # -- other ----------------------------------------------------------------------------------
     Api("stop_gradient", ("jax.lax.stop_gradient", "jax._src.lax.lax.stop_gradient"),
         Family.ARRAY, Result.ARRAY),
@@ -602,6 +644,9 @@ APIS: tuple = (
     Api("named_scope", _src("api", "named_scope"), Family.WRAPPER, Result.FUNCTION,
         factory="always"),
     Api("named_call", _src("api", "named_call"), Family.WRAPPER, Result.FUNCTION),
+    # `@functools.wraps(fn) def wrapper(*args): ...` (a Pallas test's kernel wrapper): the
+    # decorated function itself.
+    Api("wraps", ("functools.wraps",), Family.WRAPPER, Result.FUNCTION, factory="always"),
     # Flax NNX: a module/state whose arrays were turned into refs (the seed's API).
     Api("to_refs", ("flax.nnx.to_refs", "flax.nnx.variablelib.to_refs",
                     "flax.nnx.graphlib.to_refs"),
@@ -636,11 +681,26 @@ APIS: tuple = (
                        "flax.nnx.pytreelib.Pytree", "flax.nnx.Object", "flax.nnx.object.Object"),
         Family.NNX, Result.NNX_OBJECT, word="a Module"),
     Api("nnx_layer", tuple(f"flax.nnx.{n}" for n in (
-        "Linear", "LinearGeneral", "Einsum", "Conv", "ConvTranspose", "Embed", "BatchNorm",
+        "Linear", "LinearGeneral", "Einsum", "Conv", "ConvTranspose", "Embed",
         "LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm", "MultiHeadAttention", "LoRA",
-        "LoRALinear", "Rngs", "RngStream", "Optimizer", "ModelAndOptimizer", "LSTMCell",
+        "LoRALinear", "Rngs", "RngStream", "LSTMCell", "Dropout", "Sequential", "List", "Dict",
         "GRUCell", "SimpleCell", "OptimizedLSTMCell")),
         Family.NNX, Result.NNX_OBJECT, word="a Module"),
+    # Measured on flax 0.12.8 + JAX 0.10.2 (docs/flax-nnx.md): in training a BatchNorm call
+    # writes its batch statistics (under jax.vmap of a closure: JAX's set/swap error; under
+    # jax.grad: the differentiated-value error), `Optimizer.update` its state and the model's
+    # parameters. (Dropout's and Rngs' counters fail with Flax's TraceContextError instead:
+    # not modelled.)
+    Api("nnx_batch_norm", ("flax.nnx.BatchNorm", "flax.nnx.nn.normalization.BatchNorm"),
+        Family.NNX, Result.NNX_OBJECT, word="a Module", call_writes="__call__",
+        write_unless=("use_running_average",)),
+    Api("nnx_optimizer", ("flax.nnx.Optimizer", "flax.nnx.ModelAndOptimizer",
+                          "flax.nnx.training.optimizer.Optimizer"),
+        Family.NNX, Result.NNX_OBJECT, word="a Module", call_writes="update"),
+    # nnx.state(obj, *filters): the object's state; it holds refs when the object does.
+    Api("nnx_state", ("flax.nnx.state", "flax.nnx.graphlib.state", "flax.nnx.variables",
+                      "flax.nnx.graphlib.variables"),
+        Family.NNX, Result.NNX_STATE),
     # Flax NNX transforms: measured semantics in ROLES (Role.NNX_*).
     Api("nnx_jit", ("flax.nnx.jit", "flax.nnx.transforms.compilation.jit"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_JIT, checks_closure=True,
@@ -657,6 +717,32 @@ APIS: tuple = (
                                "flax.nnx.transforms.autodiff.value_and_grad"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_VALUE_AND_GRAD, argnums=True,
         ref_argument_error=_ref_argument_error("grad")),
+    # -- records and pytrees (reflint/analysis/objects.py) ----------------------------------------
+    Api("dataclass", ("dataclasses.dataclass", "flax.struct.dataclass",
+                      "jax.tree_util.register_dataclass", "chex.dataclass",
+                      "chex.mappable_dataclass", "flax.struct.PyTreeNode",
+                      "jax._src.tree_util.register_dataclass"),
+        Family.RECORD, record="dataclass"),
+    Api("NamedTuple", ("typing.NamedTuple", "typing_extensions.NamedTuple"), Family.RECORD,
+        record="namedtuple"),
+    # dataclasses.replace(obj, **changes): a copy of a record with those fields changed.
+    Api("dataclass_replace", ("dataclasses.replace",), Family.RECORD, record="replace"),
+    Api("register_pytree_node_class", ("jax.tree_util.register_pytree_node_class",
+                                       "jax._src.tree_util.register_pytree_node_class",
+                                       "jax.tree_util.register_pytree_with_keys_class"),
+        Family.RECORD, record="pytree"),
+    Api("tree_map", ("jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map",
+                     "jax._src.tree_util.tree_map"),
+        Family.TREE, tree_op="map"),
+    Api("tree_leaves", ("jax.tree.leaves", "jax.tree_util.tree_leaves", "jax.tree_leaves",
+                        "jax._src.tree_util.tree_leaves"),
+        Family.TREE, tree_op="leaves"),
+    Api("tree_flatten", ("jax.tree.flatten", "jax.tree_util.tree_flatten", "jax.tree_flatten",
+                         "jax._src.tree_util.tree_flatten"),
+        Family.TREE, tree_op="flatten"),
+    Api("tree_unflatten", ("jax.tree.unflatten", "jax.tree_util.tree_unflatten",
+                           "jax.tree_unflatten", "jax._src.tree_util.tree_unflatten"),
+        Family.TREE, tree_op="unflatten"),
     Api("nnx_remat", ("flax.nnx.remat", "flax.nnx.transforms.autodiff.remat"),
         Family.TRANSFORM, Result.FUNCTION, role=Role.NNX_REMAT,
         word="a checkpointed (nnx.remat) function"),
@@ -858,6 +944,11 @@ ARRAY_ONLY_ATTRIBUTES = frozenset({
     "copy", "block_until_ready", "any", "all", "nonzero", "repeat", "take", "trace",
     "diagonal", "swapaxes", "view", "addressable_data", "device", "devices", "__array__",
 })
+# Methods and properties of an Array whose result is an Array (`(x_ref[...] ** 2).mean(1)`).
+ARRAY_RESULT_METHODS = ARRAY_ONLY_ATTRIBUTES - frozenset({
+    "T", "mT", "real", "imag", "item", "tolist", "nonzero", "block_until_ready",
+    "addressable_data", "device", "devices", "__array__"})
+ARRAY_RESULT_PROPERTIES = frozenset({"T", "mT", "real", "imag"})
 # Ref views: on a traced ref (inside jit, a Pallas kernel, any trace) these give a ref view
 # (a TransformedRef: still a ref, read with [...]). Defined on AbstractRef in
 # jax/_src/state/types.py in 0.10.2, 0.11.2 and 0.12 (measured: a view inside jit and inside a
@@ -865,6 +956,10 @@ ARRAY_ONLY_ATTRIBUTES = frozenset({
 # (AttributeError) but `.at`, which raises NotImplementedError up to 0.11 and gives a view on
 # 0.12.
 REF_VIEW_ATTRIBUTES = frozenset({"reshape", "T", "transpose", "bitcast", "at"})
+
+# `if TYPE_CHECKING: plgpu = _plgpu else: plgpu = <a copy of that module>` (JAX's
+# mosaic_gpu_test.py): a name the runtime branch makes unknown is what the checked branch says.
+TYPE_CHECKING = "typing.TYPE_CHECKING"
 # Those of them that are properties (the view itself), not methods called to make it.
 REF_VIEW_PROPERTIES = frozenset({"T"})
 

@@ -21,14 +21,16 @@ from .config import ConfigError, Resolver, overrides_from_args, show_settings
 from .engine import FileResult, fix_source, lint_bytes
 from .engine import decode, is_candidate, is_skipped_file, lint_non_candidate, lint_source
 from .engine import INTERNAL_ERROR, internal_error, not_checked, parse_error
-from .output import (format_concise, format_github, format_json, format_sarif,
-                     format_statistics, format_text, summary_line, use_color)
+from .output import (format_concise, format_github, format_gitlab, format_json, format_junit,
+                     format_pylint, format_sarif, format_statistics, format_statistics_json,
+                     format_text, summary_line, use_color)
+from . import notebook
 from .rule import all_rules, rule_by_code
 from .settings import DEFAULT_EXCLUDE, DEFAULT_TARGET_JAX_VERSION, Settings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
-FORMATS = ["text", "concise", "json", "sarif", "github"]
+FORMATS = ["text", "concise", "json", "sarif", "github", "gitlab", "junit", "pylint"]
 SKIP_DIRS = frozenset(d for d in DEFAULT_EXCLUDE if "*" not in d)  # kept for compatibility
 
 
@@ -40,8 +42,27 @@ def _is_venv(directory: str) -> bool:
     return os.path.exists(os.path.join(directory, "pyvenv.cfg"))
 
 
+PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
+
+
+def is_lintable_name(path: str) -> bool:
+    """A file reflint checks when it is named: Python source, stub or notebook, or a file
+    without a suffix whose first line is a Python shebang (a script)."""
+    if path.endswith(PYTHON_SUFFIXES) or notebook.is_notebook(path):
+        return True
+    if "." in os.path.basename(path):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(200)
+    except OSError:
+        return True  # reported by the checks that open it
+    return first.startswith(b"#!") and b"python" in first
+
+
 def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bool = False,
-             problems: Optional[list] = None) -> list:
+             problems: Optional[list] = None, excluded: Optional[list] = None,
+             warnings: Optional[list] = None) -> list:
     """(file, settings) for the Python files under ``paths``.
 
     Directories matching ``exclude``/``extend-exclude`` (and virtual environments) are not
@@ -49,9 +70,26 @@ def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bo
     unless ``force_exclude`` (as in ruff). Entries that cannot be checked (an unreadable
     directory, a FIFO, socket or device named ``*.py``, a dangling symbolic link or a link
     loop) are never opened: with ``problems`` (a list), each is appended to it as
-    ``(path, settings, reason)`` (reported as REF904); a directory named ``x.py`` is walked."""
+    ``(path, settings, reason)`` (reported as REF904); a directory named ``x.py`` is walked.
+
+    Paths ignored by ``.gitignore`` files are not walked into (``respect-gitignore``, as
+    ruff; reflint.gitignore). ``excluded`` collects ``(path, pattern)`` for the paths the
+    configuration excluded (not the default patterns); ``warnings`` what the user should
+    hear about (a named file that is not Python, a named path that is excluded)."""
+    from . import gitignore
+
     resolver = resolver or Resolver()
     out = []
+
+    def note_excluded(path, settings):
+        if excluded is not None:
+            pattern = settings.excluding_pattern(path)
+            if pattern is not None and pattern not in DEFAULT_EXCLUDE:
+                excluded.append((os.path.normpath(path), pattern))
+
+    def warn(text):
+        if warnings is not None:
+            warnings.append(text)
 
     def problem(path, settings, reason):
         if problems is not None:
@@ -63,6 +101,10 @@ def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bo
                 raise UsageError(f"{p}: no such file or directory")
             settings = resolver.for_file(p)
             if force_exclude and _excluded_with_parents(p, settings):
+                warn(f"{p} is excluded by the configuration (--force-exclude): not checked")
+                continue
+            if os.path.isfile(p) and not is_lintable_name(p):
+                warn(f"{p} is not a Python file or notebook (.py, .pyi, .ipynb): not checked")
                 continue
             reason = _unfit(p)
             if reason:
@@ -71,7 +113,14 @@ def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bo
                 out.append((p, settings))
             continue
         if force_exclude and _excluded_with_parents(p, resolver.for_dir(p)):
+            warn(f"{p} is excluded by the configuration (--force-exclude): not checked")
             continue
+        top = resolver.for_dir(p)
+        ignore_rules: dict = {}
+        if top.respect_gitignore:
+            stop = top.root if top.config_file else None
+            ignore_rules[os.path.abspath(p)] = gitignore.ancestor_rules(p, stop) + \
+                gitignore.read_rules(os.path.abspath(p))
 
         def walk_error(e: OSError, p=p) -> None:
             where = e.filename or p
@@ -80,14 +129,29 @@ def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bo
 
         for root, dirs, files in os.walk(p, onerror=walk_error):
             settings = resolver.for_dir(root)
-            dirs[:] = sorted(d for d in dirs
-                             if not _is_venv(os.path.join(root, d))
-                             and not resolver.for_dir(os.path.join(root, d)).is_excluded(
-                                 os.path.join(root, d)))
+            rules = ignore_rules.pop(os.path.abspath(root), None)
+            kept = []
+            for d in sorted(dirs):
+                full = os.path.join(root, d)
+                if _is_venv(full):
+                    continue
+                if resolver.for_dir(full).is_excluded(full):
+                    note_excluded(full, resolver.for_dir(full))
+                    continue
+                if rules and gitignore.ignored(rules, os.path.abspath(full), True):
+                    continue
+                kept.append(d)
+                if rules is not None:
+                    ignore_rules[os.path.abspath(full)] = rules + \
+                        gitignore.read_rules(os.path.abspath(full))
+            dirs[:] = kept
             for f in sorted(files):
-                if f.endswith((".py", ".pyi")):
+                if f.endswith((".py", ".pyi", notebook.SUFFIX)):
                     path = os.path.normpath(os.path.join(root, f))
                     if settings.is_excluded(path):
+                        note_excluded(path, settings)
+                        continue
+                    if rules and gitignore.ignored(rules, os.path.abspath(path), False):
                         continue
                     reason = _unfit(path)
                     if reason is None:
@@ -178,6 +242,10 @@ def _check_file(args) -> FileResult:
     except OSError as e:
         return FileResult(path, [not_checked(path, f"cannot read file: {e.strerror or e}")])
     try:
+        if notebook.is_notebook(path):
+            res = notebook.lint(data, path, settings)
+            res.source = data.decode("utf-8-sig", "replace")
+            return res
         return lint_bytes(data, path, settings)
     except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
         return FileResult(path, [internal_error(path, e)])
@@ -212,6 +280,11 @@ def _lint_task(task) -> tuple:
     the analysis ("analysed")."""
     index, path, data = task
     settings = _WORKER_SETTINGS if _WORKER_SETTINGS is not None else Settings()
+    if notebook.is_notebook(path):
+        try:
+            return index, notebook.lint(data, path, settings).diagnostics, True, "analysed"
+        except (Exception, RecursionError, MemoryError) as e:  # noqa: BLE001 - one file
+            return index, [_internal_error(path, e)], False, "analysed"
     # A syntax tree is millions of young objects without cycles: the cyclic garbage collector
     # would scan the growing tree again and again while it is built. It is paused for the
     # file; one collection afterwards frees whatever the analysis left in cycles.
@@ -404,7 +477,8 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
     for i, res in enumerate(results):
         if res.diagnostics and res.source is None and i in data_of:
             try:
-                res.source = decode(data_of[i])
+                res.source = data_of[i].decode("utf-8-sig") if \
+                    notebook.is_notebook(res.path) else decode(data_of[i])
             except (SyntaxError, UnicodeDecodeError, LookupError):
                 pass
     # Work done in this run: skipped by the textual pre-filter (a syntax check only), ruled
@@ -453,10 +527,27 @@ def _resolver(args) -> Resolver:
 
 
 def _emit(args, all_diags, sources, n_files, out=None) -> None:
+    if out is None and getattr(args, "output_file", None):
+        try:
+            with open(args.output_file, "w", encoding="utf-8") as fh:
+                return _emit(args, all_diags, sources, n_files, out=fh)
+        except OSError as e:
+            raise UsageError(f"--output-file {args.output_file}: {e.strerror or e}") from None
     out = out or sys.stdout
     fmt = args.format
-    if args.statistics:
+    if getattr(args, "fix_only", False):
+        _emit_fix_only(args, out)
+        return None
+    if args.statistics and fmt == "json":
+        out.write(format_statistics_json(all_diags))
+    elif args.statistics:
         out.write(format_statistics(all_diags))
+    elif fmt == "gitlab":
+        out.write(format_gitlab(all_diags))
+    elif fmt == "junit":
+        out.write(format_junit(all_diags, getattr(args, "_checked", None)))
+    elif fmt == "pylint":
+        out.write(format_pylint(all_diags))
     elif fmt == "json":
         out.write(format_json(all_diags))
     elif fmt == "concise":
@@ -466,34 +557,155 @@ def _emit(args, all_diags, sources, n_files, out=None) -> None:
     elif fmt == "github":
         out.write(format_github(all_diags))
     else:
-        text = format_text(all_diags, sources, color=use_color(out))
+        text = format_text(all_diags, sources, color=use_color(out),
+                           show_fixes=getattr(args, "show_fixes", False))
         if text:
             out.write(text + "\n")
     if fmt in ("text", "concise") and not args.quiet and not args.statistics:
         fixable = sum(1 for d in all_diags if d.fix and d.fix.applicability == "safe")
-        out.write(summary_line(len(all_diags), n_files, 0 if args.fix else fixable) + "\n")
+        out.write(summary_line(len(all_diags), n_files, 0 if args.fix else fixable,
+                               len({d.path for d in all_diags})) + "\n")
+        excluded = getattr(args, "_excluded", None)
+        if excluded:
+            out.write(excluded_line(excluded) + "\n")
+        if getattr(args, "show_fixes", False) and getattr(args, "_fixed", None):
+            out.write(fixed_report(args._fixed))
+    return None
+
+
+def fixed_report(fixed: dict) -> str:
+    """``--show-fixes`` after ``--fix``: the fixes applied, per file and code (as ruff)."""
+    from collections import Counter
+
+    total = sum(sum(c.values()) for c in fixed.values())
+    if not total:
+        return ""
+    names = {r.code: r.name for r in all_rules()}
+    lines = [f"\nFixed {total} error{'s' if total != 1 else ''}:"]
+    for path, counts in fixed.items():
+        if not counts:
+            continue
+        lines.append(f"- {path}:")
+        for code, n in sorted(Counter(counts).items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"    {n} \u00d7 {code} ({names.get(code, code)})")
+    return "\n".join(lines) + "\n"
+
+
+def _emit_fix_only(args, out) -> None:
+    """``--fix-only``: what was fixed, never the findings left."""
+    fixed = getattr(args, "_fixed", None) or {}
+    total = sum(sum(c.values()) for c in fixed.values())
+    if args.quiet:
+        return
+    if getattr(args, "show_fixes", False) and total:
+        out.write(fixed_report(fixed).lstrip("\n"))
+    elif total:
+        out.write(f"Fixed {total} error{'s' if total != 1 else ''}.\n")
+    else:
+        out.write("No errors fixed.\n")
+
+
+def excluded_line(excluded: list) -> str:
+    """Which paths the configuration excluded (so that "All checks passed" at a repository's
+    root does not hide that ``examples/`` was never checked), as ruff tells of excluded
+    paths."""
+    shown = [os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p
+             for p, _ in excluded[:5]]
+    more = f", and {len(excluded) - 5} more" if len(excluded) > 5 else ""
+    n = len(excluded)
+    return (f"Not checked: {n} path{'s' if n != 1 else ''} excluded by the configuration "
+            f"({', '.join(shown)}{more}); name a path to check it, or see --show-settings.")
 
 
 def _exit_code(args, diags) -> int:
     """0 clean, 1 findings (REF900 and REF904 included), 2 when reflint itself failed on a
     file (REF903), even with ``--exit-zero``: a run that did not check everything it should
-    have must not pass silently."""
+    have must not pass silently. ``--fix-only`` exits 0 whatever is left, and
+    ``--exit-non-zero-on-fix`` 1 when something was fixed (as ruff)."""
     if any(d.code == INTERNAL_ERROR for d in diags):
         return EXIT_ERROR
-    if args.exit_zero:
+    fixed = getattr(args, "_fixed", None) or {}
+    if getattr(args, "exit_non_zero_on_fix", False) and \
+            any(sum(c.values()) for c in fixed.values()):
+        return EXIT_FINDINGS
+    if args.exit_zero or getattr(args, "fix_only", False):
         return EXIT_OK
     return EXIT_FINDINGS if diags else EXIT_OK
 
 
 def cmd_check(args) -> int:
+    if getattr(args, "fix_only", False):
+        args.fix = True
     if args.fix and args.diff:
         raise UsageError("--fix and --diff cannot be used together")
+    if getattr(args, "add_noqa", False) and (args.fix or args.diff):
+        raise UsageError("--add-noqa cannot be used with --fix, --fix-only or --diff")
+    if getattr(args, "watch", False):
+        if "-" in (args.paths or []) or args.fix or args.diff or \
+                getattr(args, "add_noqa", False):
+            raise UsageError("--watch cannot be used with '-', --fix, --diff or --add-noqa")
+        return watch(args)
     try:
         return _cmd_check(args)
     except ConfigError as e:
         raise UsageError(str(e)) from None
     finally:
         _end_project()
+
+
+WATCH_INTERVAL_S = 0.5
+
+
+def _snapshot(paths: list) -> dict:
+    """(mtime, size) of every lintable file and configuration under ``paths`` (and the
+    pyproject.toml files above them)."""
+    out = {}
+    for p in paths:
+        for root, dirs, files in os.walk(p) if os.path.isdir(p) else [("", [], [p])]:
+            dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
+            for f in files:
+                if f.endswith((".py", ".pyi", notebook.SUFFIX, ".toml", ".gitignore")) or \
+                        not root:
+                    full = os.path.join(root, f)
+                    try:
+                        st = os.stat(full)
+                    except OSError:
+                        continue
+                    out[full] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def watch(args, rounds: Optional[int] = None) -> int:
+    """``--watch``: check, then check again whenever a file under the paths changes (as
+    ruff's ``--watch``); Ctrl-C ends it (exit 0). ``rounds`` bounds the checks (tests)."""
+    import time
+
+    paths = args.paths or ["."]
+    args.watch = False
+    before = None
+    done = 0
+    try:
+        while rounds is None or done < rounds:
+            now = _snapshot(paths)
+            if now != before:
+                before = now
+                if sys.stdout.isatty():
+                    sys.stdout.write("\x1b[2J\x1b[H")
+                stamp = time.strftime("%H:%M:%S")
+                print(f"[{stamp}] {'Starting' if not done else 'File change detected'}: "
+                      f"checking {', '.join(paths)} ...", file=sys.stderr)
+                try:
+                    _cmd_check(args)
+                except (UsageError, ConfigError) as e:
+                    print(f"reflint: error: {e}", file=sys.stderr)
+                sys.stdout.flush()
+                done += 1
+                print(f"[{time.strftime('%H:%M:%S')}] Watching for file changes "
+                      f"(Ctrl-C to stop).", file=sys.stderr)
+            time.sleep(WATCH_INTERVAL_S)
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
 
 
 def _cmd_check(args) -> int:
@@ -510,7 +722,17 @@ def _cmd_check(args) -> int:
         sys.stdout.write(show_settings(settings))
         return EXIT_OK
     problems: list = []
-    pairs = discover(paths, resolver, args.force_exclude, problems)
+    excluded: list = []
+    warnings: list = []
+    pairs = discover(paths, resolver, args.force_exclude, problems, excluded, warnings)
+    for w in warnings:
+        print(f"reflint: warning: {w}", file=sys.stderr)
+    if not pairs and not problems and not warnings:
+        print(f"reflint: warning: no Python files or notebooks found under "
+              f"{', '.join(paths)} (0 files checked)", file=sys.stderr)
+    args._excluded = excluded
+    args._fixed = {}
+    args._checked = [f for f, _ in pairs]
     settings_of = {f: s for f, s in pairs}
     jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
     if jobs < 1:
@@ -525,9 +747,12 @@ def _cmd_check(args) -> int:
     diff_text = []
     for res in results:
         settings = settings_of.get(res.path) or resolver.for_file(res.path)
-        if args.fix or args.diff:
+        if notebook.is_notebook(res.path):
+            res = _notebook_fix(args, res, settings, roots, fix_notes, diff_text)
+        elif args.fix or args.diff:
             if res.source is not None and any(d.fix for d in res.diagnostics):
                 outcome = fix_source(res.source, res.path, settings)
+                fix_notes.extend(f"{res.path}: {r}" for r in outcome.rejected)
                 if outcome.error:
                     fix_notes.append(f"{res.path}: {outcome.error}")
                 elif outcome.fixed:
@@ -540,15 +765,29 @@ def _cmd_check(args) -> int:
                         else:
                             fix_notes.append(f"{res.path}: fixed {outcome.fixed} "
                                              f"finding{'s' if outcome.fixed != 1 else ''}")
+                            args._fixed[res.path] = _fixed_codes(res.diagnostics,
+                                                                 outcome.remaining)
                             res = FileResult(res.path, outcome.remaining, outcome.source)
         all_diags.extend(res.diagnostics)
         if res.source is not None and res.diagnostics:
-            sources[res.path] = res.source
+            sources[res.path] = _frame_source(res)
     if args.diff:
         sys.stdout.write("".join(diff_text))
         for n in fix_notes:
             print(n, file=sys.stderr)
+        if not diff_text:
+            unsafe = sum(1 for d in all_diags if d.fix is not None and
+                         d.fix.applicability != "safe" and not
+                         (settings_of.get(d.path) or resolver.for_file(d.path)).unsafe_fixes)
+            if unsafe:
+                print(f"No safe fixes; {unsafe} unsafe fix{'es' if unsafe != 1 else ''} "
+                      f"available: --diff --unsafe-fixes shows "
+                      f"{'them' if unsafe != 1 else 'it'}.", file=sys.stderr)
         return EXIT_FINDINGS if diff_text and not args.exit_zero else EXIT_OK
+    if getattr(args, "add_noqa", False):
+        from .addnoqa import add_noqa
+
+        return add_noqa(results, all_diags, roots)
     _emit(args, all_diags, sources, len(pairs) + len(problems))
     if not args.quiet:
         for n in fix_notes:
@@ -620,6 +859,53 @@ def _stdin_project(args, name: str, data: bytes) -> None:
     _start_project(args, files, 1, read)
 
 
+def _fixed_codes(before: list, after: list) -> dict:
+    """code -> how many of its findings the fixes removed."""
+    from collections import Counter
+
+    c = Counter(d.code for d in before)
+    c.subtract(Counter(d.code for d in after))
+    return {k: v for k, v in c.items() if v > 0}
+
+
+def _frame_source(res: FileResult):
+    """What the code frames show: the source, or for a notebook its cells by number."""
+    if notebook.is_notebook(res.path):
+        try:
+            return notebook.cell_sources(notebook.parse(res.source))
+        except notebook.NotebookError:
+            return None
+    return res.source
+
+
+def _notebook_fix(args, res: FileResult, settings, roots, fix_notes, diff_text) -> FileResult:
+    """``--fix``/``--diff`` for a notebook: the fixes apply to its joined cells and are
+    written back into the JSON (reflint.notebook)."""
+    if not (args.fix or args.diff) or res.source is None or \
+            not any(d.fix for d in res.diagnostics):
+        return res
+    new_text, outcome, nb = notebook.fix(res.source.encode("utf-8"), res.path, settings)
+    if outcome is None:
+        return res
+    fix_notes.extend(f"{res.path}: {notebook.cell_note(nb, r)}" for r in outcome.rejected)
+    if outcome.error:
+        fix_notes.append(f"{res.path}: {outcome.error}")
+    if new_text is None:
+        return res
+    if args.diff:
+        diff_text.append(_diff(res.source, new_text, res.path))
+        return res
+    problem = _write_fixed(res.path, new_text, roots)
+    if problem:
+        fix_notes.append(f"{res.path}: {problem}")
+        return res
+    fix_notes.append(f"{res.path}: fixed {outcome.fixed} finding"
+                     f"{'s' if outcome.fixed != 1 else ''}")
+    if isinstance(getattr(args, "_fixed", None), dict):
+        args._fixed[res.path] = _fixed_codes(res.diagnostics, outcome.remaining)
+    return FileResult(res.path, outcome.remaining, new_text)
+
+
 def _diff(before: str, after: str, path: str) -> str:
     """A unified diff; `a/`/`b/` prefixes for paths under the working directory (as git)."""
     rel = os.path.relpath(path) if os.path.isabs(path) else path
@@ -652,12 +938,16 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
         return EXIT_OK
     if args.stdin_filename:
         _stdin_project(args, args.stdin_filename, data)
+    if notebook.is_notebook(name):
+        return _notebook_stdin(args, data, name, settings)
     result = lint_bytes(data, name, settings)
     if args.fix or args.diff:
         fixed_source = result.source
         remaining = result.diagnostics
         if result.source is not None and any(d.fix for d in result.diagnostics):
             outcome = fix_source(result.source, name, settings)
+            for r in outcome.rejected:
+                print(f"{name}: {r}", file=sys.stderr)
             if outcome.error:
                 print(f"{name}: {outcome.error}", file=sys.stderr)
             elif outcome.fixed:
@@ -678,6 +968,34 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
         return _exit_code(args, remaining)
     _emit(args, result.diagnostics, {name: result.source} if result.source else {}, 1)
     return _exit_code(args, result.diagnostics)
+
+
+def _notebook_stdin(args, data: bytes, name: str, settings) -> int:
+    """``reflint check - --stdin-filename x.ipynb``: a notebook on standard input."""
+    result = notebook.lint(data, name, settings)
+    result.source = data.decode("utf-8-sig", "replace")
+    remaining = result.diagnostics
+    new_text = None
+    if (args.fix or args.diff) and any(d.fix for d in remaining):
+        new_text, outcome, nb = notebook.fix(data, name, settings)
+        if outcome is not None:
+            for r in outcome.rejected:
+                print(f"{name}: {notebook.cell_note(nb, r)}", file=sys.stderr)
+            if new_text is not None:
+                remaining = outcome.remaining
+    if args.diff:
+        diff = _diff(result.source, new_text, name) if new_text is not None else ""
+        sys.stdout.write(diff)
+        return EXIT_FINDINGS if diff and not args.exit_zero else EXIT_OK
+    sources = {name: _frame_source(result)} if remaining else {}
+    if args.fix:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(new_text.encode("utf-8") if new_text is not None else data)
+        sys.stdout.flush()
+        _emit(args, remaining, sources, 1, out=sys.stderr)
+        return _exit_code(args, remaining)
+    _emit(args, remaining, sources, 1)
+    return _exit_code(args, remaining)
 
 
 def _encode_like(text: str, original: bytes) -> bytes:
@@ -760,6 +1078,15 @@ def _write_fixed(path: str, text: str, roots: Optional[list] = None) -> Optional
 
 
 def cmd_rule(args) -> int:
+    if getattr(args, "all", False):
+        from .docs import META_DOCS, render_meta, render_rule
+
+        parts = [render_rule(r) for r in all_rules()]
+        parts += [render_meta(c) for c in sorted(META_DOCS)]
+        sys.stdout.write("\n".join(p.rstrip("\n") + "\n" for p in parts))
+        return EXIT_OK
+    if not args.code:
+        raise UsageError("reflint rule: give a code or name (reflint rule REF001), or --all")
     code = args.code.strip()
     rule = rule_by_code(code) or rule_by_code(code.upper())
     if rule is not None:
@@ -810,7 +1137,7 @@ def cmd_run(args, rest) -> int:
     try:
         from .runtime import main as runtime_main
     except ImportError as e:
-        raise UsageError(f"the runtime companion needs JAX: pip install 'reflint[runtime]' "
+        raise UsageError(f"the runtime companion needs JAX: pip install 'jax-reflint[runtime]' "
                          f"({e})") from None
     return runtime_main([args.script] + rest)
 
@@ -836,14 +1163,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="apply exclusions also to paths named on the command line")
     c.add_argument("--show-settings", action="store_true",
                    help="print the resolved settings (for the first path) and exit")
-    c.add_argument("--format", choices=FORMATS, default="text")
+    c.add_argument("--format", "--output-format", dest="format", choices=FORMATS,
+                   default="text", help="output format (default: text)")
+    c.add_argument("--output-file", "-o", metavar="PATH",
+                   help="write the report to this file instead of standard output")
     c.add_argument("--statistics", action="store_true", help="print counts per code")
     c.add_argument("--fix", action="store_true", help="apply safe fixes in place "
                    "(with '-': print the fixed source)")
     c.add_argument("--diff", action="store_true", help="print fixes as a diff; write nothing")
-    c.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
-    c.add_argument("--target-jax-version", help=f"JAX version the code runs on "
-                   f"(default {DEFAULT_TARGET_JAX_VERSION})")
+    c.add_argument("--fix-only", action="store_true", help="apply fixes, report only what "
+                   "was fixed, and exit 0 (findings left are not reported)")
+    c.add_argument("--show-fixes", action="store_true", help="show each fix in the text "
+                   "output, and after --fix the fixes applied per file and code")
+    c.add_argument("--exit-non-zero-on-fix", action="store_true",
+                   help="exit 1 when a fix was applied, even if no finding is left")
+    c.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` comments "
+                   "to the lines with findings (suppressing them), then exit 0")
+    c.add_argument("--unsafe-fixes", action="store_true", default=None,
+                   help="also apply unsafe fixes (config: unsafe-fixes = true)")
+    c.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false",
+                   help="do not apply unsafe fixes, whatever the configuration says")
+    c.add_argument("--respect-gitignore", action="store_true", default=None,
+                   help="skip paths ignored by .gitignore files (the default)")
+    c.add_argument("--no-respect-gitignore", dest="respect_gitignore", action="store_false",
+                   help="walk into paths ignored by .gitignore files too")
+    c.add_argument("--target-jax-version", help="JAX version the code runs on (default: "
+                   "the lowest the project's JAX requirement allows, else the installed JAX, "
+                   f"else {DEFAULT_TARGET_JAX_VERSION}; --show-settings says which)")
     c.add_argument("--report-unused-noqa", action="store_true",
                    help="report REF noqa codes that suppress nothing (REF902)")
     c.add_argument("--stdin-filename", metavar="PATH",
@@ -858,17 +1204,20 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--cache-dir", help="cache folder (default: .reflint_cache at the project "
                    "root, or $REFLINT_CACHE_DIR)")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    c.add_argument("--watch", "-w", action="store_true", help="check again whenever a file "
+                   "changes (Ctrl-C to stop)")
     c.add_argument("--quiet", "-q", action="store_true", help="no summary line")
 
     r = sub.add_parser("rule", help="explain a rule")
-    r.add_argument("code", help="a code (REF001) or name (ref-returned)")
+    r.add_argument("code", nargs="?", help="a code (REF001) or name (ref-returned)")
+    r.add_argument("--all", action="store_true", help="explain every rule")
     rs = sub.add_parser("rules", help="list the rules")
     rs.add_argument("--format", choices=["text", "json"], default="text")
 
     run = sub.add_parser("run", help="run a program with runtime ref checks")
     run.add_argument("script")
     sub.add_parser("server", help="language server on stdio for editors (pip install "
-                   "'reflint[server]'); `reflint server --help` for its options")
+                   "'jax-reflint[server]'); `reflint server --help` for its options")
     return p
 
 
@@ -876,13 +1225,25 @@ def cmd_server(argv: list) -> int:
     try:
         from .server import main as server_main
     except ImportError as e:
-        raise UsageError(f"the language server needs pygls: pip install 'reflint[server]' "
+        raise UsageError(f"the language server needs pygls: pip install 'jax-reflint[server]' "
                          f"({e})") from None
     return server_main(argv)
 
 
+def _safe_streams() -> None:
+    """Text that the terminal's encoding cannot show (PYTHONIOENCODING=ascii, a C locale) is
+    written escaped (``\\u2014``) instead of ending the run with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if (getattr(stream, "encoding", "") or "").lower().replace("-", "") != "utf8":
+                stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass
+
+
 def main(argv: Optional[list] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _safe_streams()
     parser = build_parser()
     rest: list = []
     if argv and argv[0] == "run":

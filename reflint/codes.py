@@ -22,6 +22,8 @@ CODES: dict[str, str] = {
     "REF019": "output-ref-rebound",
     "REF020": "ref-view-passed-to-transform",
     "REF021": "ref-written-in-while-cond-and-body",
+    "REF028": "accumulated-without-init",
+    "REF029": "input-ref-written",
     "REF900": "parse-error",
     "REF901": "unknown-noqa-code",
     "REF902": "unused-noqa",

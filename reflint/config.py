@@ -16,8 +16,9 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from . import jaxversion
 from .limits import DEFAULT_MAX_FILE_SIZE
-from .settings import (DEFAULT_EXCLUDE, DEFAULT_TARGET_JAX_VERSION, Settings, default_select,
+from .settings import (DEFAULT_EXCLUDE, Settings, default_select,
                        expand_codes, parse_version)
 
 if sys.version_info >= (3, 11):
@@ -26,7 +27,8 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 KNOWN_KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "exclude",
-              "extend-exclude", "target-jax-version", "max-file-size")
+              "extend-exclude", "target-jax-version", "max-file-size", "unsafe-fixes",
+              "respect-gitignore")
 CONFIG_NAME = "pyproject.toml"
 
 
@@ -44,9 +46,10 @@ class Overrides:
     target_jax_version: Optional[str] = None
     exclude: Optional[list] = None
     extend_exclude: Optional[list] = None
-    unsafe_fixes: bool = False
+    unsafe_fixes: Optional[bool] = None  # None: the configuration's (default false)
     report_unused_noqa: bool = False
     max_file_size: Optional[int] = None
+    respect_gitignore: Optional[bool] = None
 
 
 def _split(text: Optional[str]) -> Optional[list]:
@@ -95,7 +98,8 @@ def overrides_from_args(args) -> Overrides:
         target_jax_version=getattr(args, "target_jax_version", None),
         exclude=_split(getattr(args, "exclude", None)),
         extend_exclude=_split(getattr(args, "extend_exclude", None)),
-        unsafe_fixes=bool(getattr(args, "unsafe_fixes", False)),
+        unsafe_fixes=getattr(args, "unsafe_fixes", None),
+        respect_gitignore=getattr(args, "respect_gitignore", None),
         report_unused_noqa=bool(getattr(args, "report_unused_noqa", False)),
     )
 
@@ -189,6 +193,12 @@ def validate(table: dict, path: str) -> dict:
             (pattern, frozenset(_codes(path, f"per-file-ignores {pattern!r}", codes,
                                        include_opt_in=True)))
             for pattern, codes in pfi.items())
+    for key in ("unsafe-fixes", "respect-gitignore"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{path}: [tool.reflint] {key} must be true or false, got "
+                                  f"{table[key]!r}")
+            out[key] = table[key]
     if "max-file-size" in table:
         try:
             out["max-file-size"] = parse_size(table["max-file-size"])
@@ -206,9 +216,11 @@ def validate(table: dict, path: str) -> dict:
     return out
 
 
-def build_settings(table: Optional[dict], config_file: Optional[str], cli: Overrides
-                   ) -> Settings:
-    """Merge defaults, a validated [tool.reflint] table and the command line."""
+def build_settings(table: Optional[dict], config_file: Optional[str], cli: Overrides,
+                   start: Optional[str] = None) -> Settings:
+    """Merge defaults, a validated [tool.reflint] table and the command line. Without a
+    configured target JAX version, it is inferred for the code under ``start`` (default: the
+    configuration's directory, or the working directory): reflint.jaxversion."""
     table = table or {}
     select = set(table.get("select", default_select()))
     select |= table.get("extend-select", set())
@@ -222,16 +234,29 @@ def build_settings(table: Optional[dict], config_file: Optional[str], cli: Overr
             select.add("REF902")
         if cli.ignore:
             select -= expand_codes(cli.ignore, include_opt_in=True)
-        version = parse_version(cli.target_jax_version) if cli.target_jax_version else \
-            table.get("target-jax-version", parse_version(DEFAULT_TARGET_JAX_VERSION))
+        if cli.target_jax_version:
+            version = parse_version(cli.target_jax_version)
+            why = "from --target-jax-version"
+        elif "target-jax-version" in table:
+            version = table["target-jax-version"]
+            why = f"from {config_file} [tool.reflint]"
+        else:
+            version = None
     except ValueError as e:
         raise ConfigError(str(e)) from None
     exclude = tuple(cli.exclude) if cli.exclude is not None else \
         table.get("exclude", DEFAULT_EXCLUDE)
     extend_exclude = table.get("extend-exclude", ()) + tuple(cli.extend_exclude or ())
     root = os.path.dirname(os.path.abspath(config_file)) if config_file else os.getcwd()
+    if version is None:
+        version, why = jaxversion.infer(start or root)
     return Settings(select=frozenset(select), target_jax_version=version,
-                    unsafe_fixes=cli.unsafe_fixes,
+                    target_jax_source=why,
+                    unsafe_fixes=cli.unsafe_fixes if cli.unsafe_fixes is not None else
+                    table.get("unsafe-fixes", False),
+                    respect_gitignore=cli.respect_gitignore
+                    if cli.respect_gitignore is not None else
+                    table.get("respect-gitignore", True),
                     per_file_ignores=table.get("per-file-ignores", ()),
                     exclude=exclude, extend_exclude=extend_exclude, root=root,
                     config_file=config_file,
@@ -252,8 +277,19 @@ class Resolver:
                 raise ConfigError(f"{config_path}: no such configuration file")
             self._fixed = self._settings_for_config(os.path.abspath(config_path))
 
-    def _settings_for_config(self, config_file: Optional[str]) -> Settings:
-        s = self._by_config.get(config_file)
+    def _settings_for_config(self, config_file: Optional[str],
+                             start: Optional[str] = None) -> Settings:
+        """The settings of ``config_file``; without one, those of the project around
+        ``start`` (its declared JAX requirement sets the target version)."""
+        # The project's declared JAX requirement is looked up from the directory itself (the
+        # nearest pyproject.toml or requirements*.txt, which need not hold [tool.reflint]).
+        found = None
+        if start is not None and not self.cli.target_jax_version:
+            found = jaxversion.declared(start)
+        if found is None:
+            start = None  # the same answer for every directory of this configuration
+        key = (config_file, found)
+        s = self._by_config.get(key)
         if s is None:
             table = None
             if config_file is not None:
@@ -261,8 +297,8 @@ class Resolver:
                 if raw is None and self.config_path is not None:
                     raw = {}  # --config on a file without [tool.reflint]: defaults
                 table = validate(raw or {}, config_file)
-            s = build_settings(table, config_file, self.cli)
-            self._by_config[config_file] = s
+            s = build_settings(table, config_file, self.cli, start)
+            self._by_config[key] = s
         return s
 
     def for_dir(self, directory: str) -> Settings:
@@ -271,7 +307,7 @@ class Resolver:
         d = os.path.abspath(directory)
         s = self._by_dir.get(d)
         if s is None:
-            s = self._settings_for_config(find_config(d))
+            s = self._settings_for_config(find_config(d), d)
             self._by_dir[d] = s
         return s
 
@@ -285,12 +321,14 @@ def show_settings(settings: Settings) -> str:
         f"config-file = {settings.config_file or '(none: defaults)'}",
         f"root = {settings.root}",
         f"select = [{', '.join(sorted(settings.select))}]",
-        f"target-jax-version = {'.'.join(map(str, settings.target_jax_version))}",
+        f"target-jax-version = {'.'.join(map(str, settings.target_jax_version))}"
+        f"  # {settings.target_jax_source}",
         f"exclude = [{', '.join(settings.exclude)}]",
         f"extend-exclude = [{', '.join(settings.extend_exclude)}]",
         "per-file-ignores = {" + ", ".join(f"{p!r}: [{', '.join(sorted(c))}]"
                                            for p, c in settings.per_file_ignores) + "}",
         f"unsafe-fixes = {str(settings.unsafe_fixes).lower()}",
+        f"respect-gitignore = {str(settings.respect_gitignore).lower()}",
         f"max-file-size = {settings.max_file_size}",
     ]
     return "\n".join(lines) + "\n"

@@ -54,6 +54,8 @@ class Diagnostic:
     end_column: int = field(default=0, compare=False)
     fix: Optional[Fix] = field(default=None, compare=False)
     related: Optional[Related] = field(default=None, compare=False)
+    # In a Jupyter notebook: the code cell (1-based; ``line`` is then the line in the cell).
+    cell: int = field(default=0, compare=False)
 
     def to_json(self) -> dict:
         return {
@@ -63,6 +65,7 @@ class Diagnostic:
             "fix": self.fix.to_json() if self.fix else None,
             "related": ({"line": self.related.line, "column": self.related.column,
                          "message": self.related.message} if self.related else None),
+            "cell": self.cell or None,
         }
 
     @classmethod
@@ -73,4 +76,4 @@ class Diagnostic:
             fix = Fix(f["message"], tuple(Edit(**e) for e in f["edits"]), f["applicability"])
         rel = Related(**d["related"]) if d.get("related") else None
         return cls(d["path"], d["line"], d["column"], d["code"], d["name"], d["message"],
-                   d["end_line"], d["end_column"], fix, rel)
+                   d["end_line"], d["end_column"], fix, rel, d.get("cell") or 0)

@@ -164,7 +164,7 @@ def doc_url(code: str):
     try:
         from importlib.metadata import metadata
 
-        urls = metadata("reflint").get_all("Project-URL") or []
+        urls = metadata("jax-reflint").get_all("Project-URL") or []
     except Exception:  # noqa: BLE001 - not installed, no metadata: no link
         return None
     for entry in urls:

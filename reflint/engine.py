@@ -10,7 +10,7 @@ import io
 import re
 import sys
 import tokenize
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from . import limits
@@ -701,6 +701,10 @@ def apply_noqa(diags: list, source: str, settings: Optional[Settings] = None,
 
     With ``settings``, also report unknown REF codes in suppressions (REF901) and, when
     REF902 is selected, REF suppressions that suppress nothing."""
+    if diags and _NOQA_HINT.search(source):
+        from . import filenoqa  # `# reflint: noqa: REF007` / `# flake8: noqa: ...` file-wide
+
+        diags = filenoqa.apply(diags, source)
     if not diags and not _REF_NOQA_HINT.search(source):
         return diags  # nothing to suppress, and no REF code a REF901/REF902 could be about
     comments = noqa_comments(source)
@@ -811,62 +815,18 @@ class FixOutcome:
     fixed: int  # number of fixes applied
     remaining: list  # diagnostics left after fixing
     error: Optional[str] = None  # why fixing was abandoned (file left untouched)
+    # Fixes not applied because re-linting the fixed text showed a problem (one line each:
+    # "REF013 fix on line 6 not applied: it would hide REF013 on lines 7, 8").
+    rejected: list = field(default_factory=list)
 
 
 def fix_source(source: str, path: str, settings: Settings, max_passes: int = 8) -> FixOutcome:
-    """Apply every applicable fix, verifying after each pass:
-    the result parses, each fixed diagnostic is gone, and only edited lines changed."""
-    current = source
-    total = 0
-    result = lint_source(current, path, settings)
-    for _ in range(max_passes):
-        fixes = [d.fix for d in result.diagnostics if d.fix is not None and
-                 (d.fix.applicability == SAFE or settings.unsafe_fixes)]
-        if not fixes:
-            break
-        candidate, applied = apply_edits(current, fixes)
-        problem = _verify(current, candidate, applied, result.diagnostics, path, settings)
-        if problem:
-            return FixOutcome(source, 0, lint_source(source, path, settings).diagnostics,
-                              problem)
-        current = candidate
-        total += len(applied)
-        result = lint_source(current, path, settings)
-    return FixOutcome(current, total, result.diagnostics)
+    """Apply every applicable fix, each verified by re-linting the fixed text
+    (reflint.fixcheck): the result parses, only the edited lines changed, the fixed finding is
+    gone, no finding appeared and none disappeared. A fix that fails is not applied (its
+    reason goes to ``rejected``) and the others still are."""
+    from . import fixcheck
+
+    return fixcheck.fix_verified(source, path, settings, max_passes)
 
 
-def _verify(before: str, after: str, applied: list, diags: list, path: str,
-            settings: Settings) -> Optional[str]:
-    try:
-        cst.parse_module(after)
-    except Exception as e:  # noqa: BLE001 - any failure means: do not write
-        return f"a fix produced code that does not parse ({type(e).__name__}); file left unchanged"
-    edited_lines = set()
-    for fix in applied:
-        for e in fix.edits:
-            edited_lines.update(range(e.line, e.end_line + 1))
-    old_lines = _LINE_SPLIT.split(before)
-    new_lines = _LINE_SPLIT.split(after)
-    if len(old_lines) == len(new_lines):
-        for i, (a, b) in enumerate(zip(old_lines, new_lines), start=1):
-            if a != b and i not in edited_lines:
-                return f"a fix changed line {i}, outside its edits; file left unchanged"
-    else:
-        return "a fix changed the number of lines; file left unchanged"
-    # The fixed diagnostics must be gone: count per (code, line).
-    after_diags = lint_source(after, path, settings).diagnostics
-    fixed_keys = {}
-    for d in diags:
-        if d.fix in applied:
-            fixed_keys[(d.code, d.line)] = fixed_keys.get((d.code, d.line), 0) + 1
-    before_counts = {}
-    for d in diags:
-        before_counts[(d.code, d.line)] = before_counts.get((d.code, d.line), 0) + 1
-    after_counts = {}
-    for d in after_diags:
-        after_counts[(d.code, d.line)] = after_counts.get((d.code, d.line), 0) + 1
-    for key, n in fixed_keys.items():
-        if after_counts.get(key, 0) > before_counts.get(key, 0) - n:
-            return (f"a {key[0]} fix on line {key[1]} did not remove the finding; "
-                    "file left unchanged")
-    return None

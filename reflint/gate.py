@@ -65,6 +65,13 @@ _CALLING_APIS = api.CALLING_APIS
 # APIs that, as a bare decorator, keep the function reachable (the analysis binds the name to
 # a transformed function or a kernel launcher, or runs the body).
 _DECORATOR_APIS = api.DECORATOR_APIS
+# Decorators that give back the function they decorate (`@functools.wraps(fn)`,
+# `@jax.named_scope(...)`): the analysis binds the name as if undecorated.
+_WRAPPER_APIS = api.family(api.Family.WRAPPER)
+# Of those, the ones whose arguments are configuration (`functools.wraps(rule)` does not call
+# or keep `rule` for the analysis).
+_CONFIG_WRAPPER_APIS = api.names_where(
+    lambda a: a.family is api.Family.WRAPPER and a.factory == "always")
 _METHOD_DECORATORS = frozenset({"staticmethod", "classmethod"})
 _CONTAINER_CALLS = frozenset(q.rsplit(".", 1)[1] for q in api.CONTAINER_CONSTRUCTORS)
 _WRAPPER_RECEIVERS = frozenset({"self", "cls"})  # of api.INHERITED_WRAPPERS
@@ -611,6 +618,11 @@ class _Walker:
                 e.attr_calls.add(f.attr)
             if f.attr in api.STORE_METHODS and type(f.value) is ast.Name:
                 self.scope.store_calls.append(f.value.id)
+            elif f.attr in api.STORE_METHODS and type(f.value) is ast.Attribute and \
+                    type(f.value.value) is ast.Name:
+                # `self.history.append(x)`: a container held by an object (REF012), asked
+                # as an attribute write of `self`.
+                self.scope.attr_writes.append(f.value.value.id)
         else:
             kind, callee = "opaque", None
             self.expr(f)
@@ -975,6 +987,8 @@ class _FunctionValues:
                     if f.parent.kind == "class" and dotted in _METHOD_DECORATORS and \
                             values == {None}:
                         continue  # the builtin: the analysis keeps the method's function
+                    if values and None not in values and values <= _WRAPPER_APIS:
+                        continue  # `@functools.wraps(fn)`: the function itself
                     if values is None:
                         local = True
                     elif kind == "call":
@@ -1033,7 +1047,11 @@ def _inert_callee(w: _Walker, dotted: Optional[str], scope: _Scope) -> bool:
     """Calling ``dotted`` (a dotted name read in ``scope``; None for any other expression)
     gives the analysis nothing: a builtin, an unknown name or a relative import, or an
     imported function it does not know."""
-    return dotted is not None and _dotted_values(w, dotted, scope) == {None}
+    if dotted is None:
+        return False
+    values = _dotted_values(w, dotted, scope)
+    return values == {None} or bool(values) and None not in values and \
+        values <= _CONFIG_WRAPPER_APIS
 
 
 _ARRAY_TYPE_WORDS = api.ARRAY_TYPE_WORDS

@@ -42,6 +42,9 @@ def default_select() -> frozenset:
 class Settings:
     select: frozenset = field(default_factory=default_select)
     target_jax_version: tuple = parse_version(DEFAULT_TARGET_JAX_VERSION)
+    # Where the target version comes from (--show-settings): a flag, the configuration, the
+    # project's JAX requirement, the installed JAX, or the default (reflint.jaxversion).
+    target_jax_source: str = "default: the newest measured version"
     unsafe_fixes: bool = False
     # ((glob pattern, frozenset of codes), ...): codes ignored in the files a pattern matches.
     per_file_ignores: tuple = ()
@@ -52,6 +55,8 @@ class Settings:
     config_file: Optional[str] = None
     # Files larger than this many bytes are reported (REF904) and not read.
     max_file_size: int = 2_000_000
+    # Paths ignored by .gitignore files are not walked into (ruff's respect-gitignore).
+    respect_gitignore: bool = True
 
     def enabled(self, code: str) -> bool:
         return code in self.select
@@ -76,6 +81,11 @@ class Settings:
         if not ignored:
             return replace(self, per_file_ignores=())
         return replace(self, select=frozenset(self.select - ignored), per_file_ignores=())
+
+    def excluding_pattern(self, path: str) -> Optional[str]:
+        """The ``exclude``/``extend-exclude`` pattern that excludes ``path`` (or None)."""
+        return next((p for p in tuple(self.exclude) + tuple(self.extend_exclude)
+                     if path_matches(path, p, self.root, ancestors=False)), None)
 
     def is_excluded(self, path: str) -> bool:
         """Whether ``path`` itself (a file or directory, not its parents) matches ``exclude``

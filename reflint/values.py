@@ -48,6 +48,10 @@ class RefVal(Value):
     cls: Optional["ClassInfo"] = None  # a module of a class of this file: its attributes
     root: Optional["RefVal"] = None  # read as an attribute of this tree (`model.bias`)
     view: str = ""  # a view of the ref (`x_ref.at[1:6]`, `.reshape(...)`): how it was made
+    # A Pallas kernel's parameter, or that parameter handed on to a helper (or an item of
+    # one): a ref or a pytree of refs (a tuple operand, a scratch tuple, `refs[group][i] = v`),
+    # the analysis cannot tell.
+    maybe_tree: bool = False
 
 
 def as_view(ref: "RefVal", how: str) -> "RefVal":
@@ -198,6 +202,34 @@ class InstanceVal(Value):
 
 
 @dataclass(eq=False)
+class ObjVal(InstanceVal):
+    """An object made at one allocation site (``node``: the constructor call): an instance of
+    a class of the module (a plain class, a dataclass, a NamedTuple, a registered pytree
+    class), with a slot per attribute (``fields``: attribute -> Value, in field order). Objects
+    made at different sites are different objects and their refs are told apart (refs a
+    constructor creates get the site in their key). ``seq``: the instance is a tuple of its
+    fields (a NamedTuple): indexing and unpacking give them. ``init``/``bindings``: the
+    ``__init__`` that built it and its arguments (parameter -> Value), to read what a method
+    or property of the class returns in terms of this object."""
+
+    fields: dict = field(default_factory=dict)
+    seq: bool = False
+    key: Any = None  # identity (defaults to the site)
+    name: str = ""
+    init: Any = None
+    bindings: Optional[dict] = None
+    # Fields filled from the class summary (what the methods may assign), not by this
+    # object's constructor or an assignment seen on it: an assignment replaces them.
+    assumed: set = field(default_factory=set)
+
+    def ident(self):
+        return self.key if self.key is not None else ("obj", id(self.node))
+
+    def as_seq(self) -> "SeqVal":
+        return SeqVal(tuple(self.fields.values()), "tuple")
+
+
+@dataclass(eq=False)
 class NamespaceVal(Value):
     """A plain attribute bag (``types.SimpleNamespace(count=0, buf=x_ref)``): mutable Python
     state whose attributes are the ones given and the ones assigned later."""
@@ -265,6 +297,11 @@ def iter_refs(value: Optional[Value], path: str = "", _classes: tuple = ()
             yield from iter_refs(item, f"{path}[{k!r}]")
     elif isinstance(value, RefPoolVal):
         yield value.item(None), f"{path}[...]"
+    elif isinstance(value, ObjVal):
+        if len(_classes) > 6 or any(value is c for c in _classes):
+            return
+        for attr, item in list(value.fields.items()):
+            yield from iter_refs(item, f"{path}.{attr}", _classes + (value,))
 
 
 def tree_attribute(base: RefVal, attr: str, attrs: Optional[dict] = None) -> Optional[RefVal]:
@@ -304,22 +341,26 @@ def contains_ref(value: Optional[Value]) -> bool:
 
 
 def is_interesting(value: Optional[Value]) -> bool:
-    """Worth propagating between functions: contains a ref or a local function."""
+    """Worth propagating between functions: contains a ref, a local function or a transform
+    not yet applied (a helper returning `functools.partial(pl.kernel, ...)`)."""
     if value is None:
         return False
-    if isinstance(value, (RefVal, FuncVal, RefSeqVal, RefPoolVal, FuncPoolVal)):
+    if isinstance(value, (RefVal, FuncVal, OneOf, TransformVal, RefSeqVal, RefPoolVal,
+                          FuncPoolVal)):
         return True
     if isinstance(value, SeqVal):
         return any(is_interesting(v) for v in value.items)
     if isinstance(value, DictVal):
         return any(is_interesting(v) for v in value.items.values())
+    if isinstance(value, ObjVal):
+        return contains_ref(value)
     return False
 
 
 # How many functions a value may be one of before it is unknown: a test helper that launches
 # each of a dozen kernels (`def run(kernel): return self.pallas_call(kernel, ...)`) needs more
 # than a handful; the cost is one analysis of each function per call.
-MAX_ALTERNATIVES = 32
+MAX_ALTERNATIVES = 128
 
 
 def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
@@ -340,6 +381,13 @@ def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
         return NnxVal(a.kind, None, cls=a.cls if a.cls is b.cls else None)
     if isinstance(a, QN) and isinstance(b, QN):
         return a if a.qualname == b.qualname else None
+    if isinstance(b, RefSeqVal):
+        a, b = b, a
+    if isinstance(a, RefSeqVal) and (
+            (isinstance(b, RefSeqVal) and b.base.key == a.base.key) or
+            (isinstance(b, SeqVal) and all(isinstance(x, RefVal) for x in b.items))):
+        # `scratch = refs[-n:] if n else ()`: a tuple of refs either way (which one unknown).
+        return RefSeqVal(a.base, a.offset, False)
     if isinstance(a, SeqVal) and isinstance(b, SeqVal) and len(a.items) == len(b.items):
         return SeqVal(tuple(join(x, y) for x, y in zip(a.items, b.items)), a.kind)
     if isinstance(a, DictVal) and isinstance(b, DictVal) and a.items.keys() == b.items.keys():
@@ -366,6 +414,15 @@ def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
         return a
     if isinstance(a, NamespaceVal) and isinstance(b, NamespaceVal) and a.node is b.node:
         return a
+    if isinstance(a, ObjVal) or isinstance(b, ObjVal):
+        if not (isinstance(a, ObjVal) and isinstance(b, ObjVal) and a.cls is b.cls and
+                a.seq == b.seq and list(a.fields) == list(b.fields)):
+            return InstanceVal(a.cls) if isinstance(a, InstanceVal) and \
+                isinstance(b, InstanceVal) and a.cls is b.cls else None
+        if a.ident() == b.ident() and all(a.fields[k] is b.fields[k] for k in a.fields):
+            return a
+        return ObjVal(a.cls, a.node, {k: join(a.fields[k], b.fields[k]) for k in a.fields},
+                      a.seq, ("joined", a.ident(), b.ident()), a.name)
     if isinstance(a, (ClassVal, InstanceVal)) and type(a) is type(b) and a.cls is b.cls:
         if isinstance(a, InstanceVal) and a.node is not b.node:
             return InstanceVal(a.cls)
@@ -373,22 +430,26 @@ def join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
     return None
 
 
-def signature(value: Optional[Value]) -> Any:
+def signature(value: Optional[Value], _depth: int = 0) -> Any:
     """A stable, comparable summary of a value's ref content (for the fixpoint)."""
-    if value is None:
+    if value is None or _depth > 6:
         return None
     if isinstance(value, RefVal):
         return ("ref", value.key)
     if isinstance(value, SeqVal):
-        return ("seq",) + tuple(signature(v) for v in value.items)
+        return ("seq",) + tuple(signature(v, _depth + 1) for v in value.items)
     if isinstance(value, DictVal):
-        return ("dict",) + tuple(sorted((str(k), signature(v)) for k, v in value.items.items()))
+        return ("dict",) + tuple(sorted((str(k), signature(v, _depth + 1))
+                                      for k, v in value.items.items()))
     if isinstance(value, RefSeqVal):
         return ("refseq", value.base.key, value.offset, value.exact)
     if isinstance(value, RefPoolVal):
         return ("refpool", value.base.key, value.kind)
     if isinstance(value, FuncPoolVal):
         return ("funcpool", signature(value.elt), value.kind)
+    if isinstance(value, ObjVal):
+        return ("obj", str(value.ident())) + tuple(
+            sorted((k, signature(v, _depth + 1)) for k, v in value.fields.items()))
     if isinstance(value, OneOf):
         return ("alts",) + tuple(signature(f) for f in value.alts)
     if isinstance(value, FuncVal):

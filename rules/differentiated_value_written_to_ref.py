@@ -62,10 +62,13 @@ class DifferentiatedValueWrittenToRef(Rule):
 
     ## Known limits
     The dependence analysis follows assignments, arithmetic and calls inside one module. It
-    does not see writes through method-style ref APIs, refs stored in object attributes other
-    than the analysis' `self.<name>`, `argnums` that are not literal integers, or functions
-    passed to higher-order functions the analysis does not know (for example
-    `jax.tree.map(lambda g: ..., tree)` with a closure over a differentiated value). A value
+    does not see writes through method-style ref APIs, refs held by objects of classes of
+    other modules, `argnums` that are not literal integers, or functions passed to
+    higher-order functions the analysis does not know. Flax NNX: a module's method writing
+    its own Variables (`self.mean[...] = x.mean(0)`) is followed through the call, and Flax's
+    layers that write when called are registry entries (`BatchNorm(use_running_average=False)`
+    given literally; Dropout's RNG counters fail with Flax's `TraceContextError`, not
+    modelled). A value
     computed by a function of integer dtype that reflint does not recognize is treated as
     differentiated.
 

@@ -27,7 +27,8 @@ class KernelReturnsValue(Rule):
     ## What it does
     Reports a `return <value>` in a function given to `pl.pallas_call` (by call, decorator or
     `functools.partial`), `pl.kernel` / `plgpu.kernel`, or `pl.core_map`, when the returned
-    value is certainly not `None`: a ref read, an Array, a ref, a literal, a tuple, arithmetic.
+    value is certainly not `None`: a ref read, an Array, a ref, a literal, a tuple, arithmetic
+    (also a lambda's body: `pl.pallas_call(lambda *refs: 0, ...)`).
     `run_scoped` bodies are not reported: their return value is `run_scoped`'s result.
 
     ## Why is this bad?
@@ -86,16 +87,17 @@ class KernelReturnsValue(Rule):
         seen = set()
         for entry in analysis.kernel_entries:
             info = entry.func
-            if not entry.callee.returns_none or id(info) in seen or info.is_lambda:
+            if not entry.callee.returns_none or id(info) in seen:
                 continue
             seen.add(id(info))
             word = api.API[entry.api_name].call_word or entry.api_name
             for fact in info.returns:
                 if fact.expr is None or not _certainly_a_value(fact.expr, fact.value):
                     continue
+                name = "the lambda" if info.is_lambda else info.name
                 yield Finding(
                     fact.expr,
-                    f"{info.name} is a Pallas kernel (given to {word}) and returns a value: "
+                    f"{name} is a Pallas kernel (given to {word}) and returns a value: "
                     f"JAX requires a kernel to return None; write the result into an output "
                     f"ref instead (o_ref[...] = ...)")
 

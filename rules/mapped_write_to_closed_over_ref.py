@@ -68,7 +68,11 @@ class MappedWriteToClosedOverRef(Rule):
     `in_axes` is read only when it is a literal (`None`, or a tuple / list) and the function is
     not a `functools.partial`; pytree `in_axes` are not followed.
     Whether the written value depends on the mapped element is not analysed, so the message
-    gives the behaviour of both cases. Reads of closed-over refs are not reported,
+    gives the behaviour of both cases. Writes made by a method of a closed-over object
+    (`jax.vmap(lambda x: layer(x))` with `__call__` writing `self.num_calls[...]`), by a Flax
+    BatchNorm in training (`use_running_average=False` given literally) and by
+    `Optimizer.update` are followed; Dropout's and Rngs' counters (Flax's
+    `TraceContextError`) are not. Reads of closed-over refs are not reported,
     although `jit(shard_map)` / `pmap` fail on them too on 0.10.2. Refs whose origin the
     analysis cannot follow are not reported.
 
@@ -139,8 +143,10 @@ class MappedWriteToClosedOverRef(Rule):
         elif root.tree and root.origin == "created" and root.node is not None:
             line = analysis.line_of(root.node)
             if acc.ref.root is not None:
-                src = (f"a Variable of `{nnx_root_name(acc.ref)}`, an NNX module holding refs "
-                       f"created outside it, on line {line}")
+                src = (f"a Variable of `{root.name or nnx_root_name(acc.ref)}`, an NNX module "
+                       f"holding refs created outside it, on line {line}")
+            elif root.tree == "module":
+                src = f"an NNX module holding refs, created outside it, on line {line}"
             else:
                 src = f"a Variable holding a ref, created outside it, on line {line}"
         elif root.origin == "created" and root.node is not None:

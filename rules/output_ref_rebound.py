@@ -65,7 +65,9 @@ class OutputRefRebound(Rule):
     The fix writes the value into the ref, `o_ref = v` → `o_ref[...] = v`. It is offered, as
     safe, only when the name is not read after the assignment (nor anywhere in a loop around
     it): then the rebinding had no other effect, and the original output was never written.
-    When the name is read afterwards (as the Array it was rebound to), no fix is offered.
+    When the name is read afterwards (as the Array it was rebound to), or bound by another
+    statement of the kernel (the value written could read that Array: `o_ref = o_ref * 2`
+    after `o_ref = x_ref[...] + 1`), no fix is offered.
 
     ## Known limits
     Only `pl.pallas_call` kernels whose launch the analysis sees are checked, with positional
@@ -107,12 +109,15 @@ class OutputRefRebound(Rule):
                 target = stmt.targets[0].target
                 if type(target) is not cst.Name or target.value not in outputs:
                     continue
+                if _shadowed(analysis, stmt, info.node, target.value):
+                    continue
                 value = analysis.value_of(stmt.value)
                 if not (isinstance(value, ArrayVal) or isinstance(stmt.value, _not_a_ref())):
                     continue
                 name = target.value
                 fix = None
-                if not _read_after(analysis, info, stmt, name):
+                if not _read_after(analysis, info, stmt, name) and \
+                        not _bound_elsewhere(info, stmt, name):
                     fix = _write_fix(target)
                 yield Finding(
                     target,
@@ -122,7 +127,29 @@ class OutputRefRebound(Rule):
 
 
 def _own_scope(node) -> bool:
-    return type(node) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+    # Functions nested in the kernel are walked too (a `@pl.when(...)` body, a loop body):
+    # `o_ref = v` there binds a local and never writes the output either.
+    return type(node) not in (cst.ClassDef, cst.Lambda)
+
+
+def _shadowed(analysis, stmt, kernel, name: str) -> bool:
+    """Whether a function between ``stmt`` and the kernel has its own parameter ``name`` (a
+    run_scoped body's ref) or declares it global."""
+    parents = parents_of(analysis)
+    p = parents.get(id(stmt))
+    while p is not None and p is not kernel:
+        if type(p) is cst.FunctionDef:
+            params = p.params
+            if any(q.name.value == name for q in (
+                    *params.posonly_params, *params.params, *params.kwonly_params)) or \
+                    any(isinstance(q, cst.Param) and q.name.value == name
+                        for q in (params.star_arg, params.star_kwarg)):
+                return True
+            for node in _analysis.walk_nodes([p.body]):
+                if type(node) is cst.Global and any(n.name.value == name for n in node.names):
+                    return True
+        p = parents.get(id(p))
+    return False
 
 
 def _read_after(analysis, info, stmt, name: str) -> bool:
@@ -149,6 +176,28 @@ def _read_after(analysis, info, stmt, name: str) -> bool:
             lpos = analysis.position(loop)
             if lpos and (lpos[0], lpos[1]) <= (npos[0], npos[1]) <= (lpos[2], lpos[3]):
                 return True
+    return False
+
+
+def _bound_elsewhere(info, stmt, name: str) -> bool:
+    """Whether ``name`` is bound in the kernel by another statement than ``stmt``: then the
+    value written may read the rebound Array (`o_ref = x + 1; o_ref = o_ref * 2`), which the
+    fix would turn into a write reading the ref itself."""
+    for node in _analysis.walk_nodes([info.node.body]):
+        if node is stmt:
+            continue
+        targets = []
+        t = type(node)
+        if t is cst.Assign:
+            targets = [tg.target for tg in node.targets]
+        elif t in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr):
+            targets = [node.target]
+        elif t is cst.AsName:
+            targets = [node.name]
+        for tg in targets:
+            for n in _analysis.walk_nodes([tg]):
+                if type(n) is cst.Name and n.value == name:
+                    return True
     return False
 
 

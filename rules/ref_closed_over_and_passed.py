@@ -58,7 +58,8 @@ class RefClosedOverAndPassed(Rule):
 
     ## Known limits
     The closed-over ref must be visible in this module (a global or a variable of an enclosing
-    function). Closures through object attributes are not followed. A Flax NNX object
+    function). An object holding refs (an instance of a class of the module, a dataclass, a
+    `NamedTuple`) closed over counts with its fields. A Flax NNX object
     holding refs counts as closed over when the function reads it (or one of its Variables)
     from an enclosing scope; `nnx.jit` rejects this too.
 

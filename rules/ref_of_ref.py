@@ -45,7 +45,8 @@ class RefOfRef(Rule):
 
     ## Known limits
     Only refs the shared analysis can see are reported: a ref returned by a function of
-    another module, or stored in a container the analysis does not follow, is unknown. A
+    another module, or stored in a container the analysis does not follow, is unknown. Refs
+    held in objects, dicts (`state.items()`) and NamedTuples are followed. A
     pytree holding refs (`new_ref((a_ref, b_ref))`) is not reported (JAX rejects any pytree
     with a `TypeError`).
 

@@ -19,8 +19,9 @@ class RefPassedTwice(Rule):
     ## What it does
     Reports a call that passes one Ref twice — positionally, by keyword, or nested in tuples,
     lists and dicts — to a jit-compiled, vmapped, pmapped or custom_vjp function, or as the
-    operands of `lax.scan` (init and xs), `lax.cond` / `lax.switch`, `lax.while_loop` and
-    `lax.fori_loop`.
+    operands of `lax.scan` (init and xs), `lax.cond` / `lax.switch`, `lax.while_loop`,
+    `lax.fori_loop` and `pl.kernel` (JAX: "Cannot pass the same ref into a mpmd map multiple
+    times", measured on 0.10.2 and 0.12.0.1).
 
     ## Why is this bad?
     JAX rules out aliasing: two parameters of a traced function may not refer to the same
@@ -66,6 +67,9 @@ class RefPassedTwice(Rule):
     name is passed twice. Flax NNX objects holding refs count with their Variables and sub-modules: one
     object passed twice, or holding one Variable at two attributes (`self.c = self.a`), is
     reported for `jax.jit`, not for `nnx.jit` (which accepts both); see docs/flax-nnx.md.
+    Objects of the module's classes are made per site: two fields of one object bound to one
+    ref are compared, the fields of two instances are not the same ref. One Variable held by
+    two different modules (passed in to both) is not compared.
 
     ## JAX versions
     0.7.2+ raise at trace time for jit, vmap, custom_vjp, scan and cond. 0.7.1 (checks off):

@@ -59,7 +59,9 @@ class RefReturned(Rule):
 
     ## Known limits
     Only refs the analysis can see are reported: a ref returned through a helper defined in
-    another module, or stored in an object attribute other than `self.<name>`, is missed.
+    another module, or held by an object of a class defined in another module, is missed.
+    Objects of the module's classes (dataclasses, `NamedTuple`s, registered pytrees, plain
+    classes) holding refs are reported with the path (`at .total of the result`).
     Flax NNX objects holding refs (a Module created with refs on, a Variable with `ref=True`,
     `nnx.with_vars(m, ref=True)`: docs/flax-nnx.md) count as refs; `nnx.jit` may return them
     and is not checked.

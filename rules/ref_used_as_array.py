@@ -16,7 +16,8 @@ class RefUsedAsArray(Rule):
     `jax.nn`, `jax.scipy`, `jax.random`, NumPy or `math` function (`jnp.sin(x_ref)`, `np.asarray(x_ref)`,
     `lax.stop_gradient(x_ref)`), converted with `float()`/`int()`, asked for an Array-only
     method or attribute (`.sum()`, `.T`, `.reshape()`, `.astype()`), or rebound with an
-    augmented assignment (`x_ref += 1`). Valid uses are not reported: `.shape`, `.dtype`,
+    augmented assignment (`x_ref += 1`), or stored into a ref (`o_ref[...] = x_ref`, also in
+    a Pallas kernel). Valid uses are not reported: `.shape`, `.dtype`,
     `.ndim`, `.size`, `len()`, indexing, `is None`, passing the ref to functions that take refs.
 
     ## Why is this bad?
@@ -58,7 +59,12 @@ class RefUsedAsArray(Rule):
     `.bitcast` and `.at` make ref views: they are not reported, and the view is a ref (math on
     it is). They are reported at top level, where a concrete Ref lacks them. In a Pallas kernel
     `x_ref[0]` of a parameter may be a row of a ref or a ref of a pytree of refs: its uses are
-    not reported. Refs passed to functions of other libraries are not reported.
+    not reported. Refs passed to functions of other libraries are not reported. Refs reached
+    through objects (`weights.conv.weight`, a property returning `self._flags_ref`), tuples,
+    dicts and `dict.values()` are followed; the function given to `jax.tree.map` receives the
+    leaves of its trees when every leaf is known to be a ref (an NNX module of this file: when
+    its other attributes are literal constants). A tuple of refs is a container: `(buf,) +
+    scratches` is concatenation, not math on a ref.
 
     ## JAX versions
     Every version rejects math on an unread ref, with messages that changed: up to 0.9 `jnp.*`
@@ -72,7 +78,12 @@ class RefUsedAsArray(Rule):
     `jax.lax.optimization_barrier` takes refs from JAX 0.11 on (a bare `AssertionError` on
     0.10.2): it is reported only for older targets.
 
+    `o_ref[...] = x_ref` fails on every version, at top level, inside jit and in a Pallas
+    kernel (measured on 0.10.2 and 0.12.0.1, `interpret=True`).
+
     ## Runtime message
+    `ValueError: Cannot store a Ref into another Ref. Did you forget to load from it using
+    [...]?` for a ref stored into a ref;
     `ValueError: Attempting to pass a Ref Ref{float32[3]} to a primitive: sin -- did you forget
     to unpack ([...]) the ref?` (≤0.9), `TypeError: sin requires ndarray or scalar arguments`
     (0.10.2), `TypeError: unsupported operand type(s) for +: 'Ref' and 'int'` (top level), or
@@ -109,6 +120,9 @@ class RefUsedAsArray(Rule):
                 msg = f"{name} is a Ref; `.{use.detail}` exists only on Arrays"
             elif use.kind == "builtin":
                 msg = f"{name} is a Ref converted with {use.detail}()"
+            elif use.kind == "stored":
+                msg = (f"{name} is a Ref stored into another Ref (JAX: \"Cannot store a Ref "
+                       f"into another Ref\")")
             elif use.kind == "augassign":
                 msg = (f"{name} is a Ref updated with `{use.detail}`, which rebinds the name "
                        f"instead of writing the ref")

@@ -3,7 +3,8 @@ from __future__ import annotations
 from reflint._lazy import lazy
 from reflint import api
 from reflint.rule import Finding, Rule
-from reflint.values import ArrayVal, ClassVal, InstanceVal, NamespaceVal, QN, RefVal, iter_refs
+from reflint.values import (ArrayVal, ClassVal, DictVal, InstanceVal, NamespaceVal, QN, RefVal,
+                            SeqVal, iter_refs)
 
 from ._common import nnx_words, parents_of, role_word
 
@@ -94,7 +95,9 @@ class TracedStateLeak(Rule):
     (counting traces in a test) is reported: suppress it with `# noqa: REF012`. A function
     traced only ahead of time, by `jax.jit(f).trace(...)` or `.lower(...)`, is traced once on
     purpose and never called through the wrapper: state it collects is not reported.
-    Rebinding a `global`/`nonlocal` name is not reported.
+    Rebinding a `global`/`nonlocal` name is not reported. A list or dict attribute of `self`
+    (`self.history.append(loss)`) is reported in a traced method when the class creates it
+    with a display (`self.history = []`).
     Under `grad`, `checkpoint` or `custom_vjp` alone the function is traced on every call, so
     nothing is reported there.
 
@@ -196,6 +199,22 @@ class TracedStateLeak(Rule):
                 continue
             kind = _leak_kind(analysis, func)
             receiver = call.func.value
+            if kind is not None and isinstance(receiver, cst.Attribute) and \
+                    isinstance(receiver.value, cst.Name) and \
+                    _is_self_of_traced_method(analysis, func, receiver.value) and \
+                    _python_container(analysis.value_of(receiver)) and \
+                    any(_maybe_traced(analysis, a.value, func, func.parent) for a in call.args):
+                # `self.history.append(loss)` in a jitted method: a list of the object.
+                own = _own_leak_kind(func)
+                attr = receiver.attr.value
+                yield Finding(call, f"`self.{attr}.{method}(...)` stores a traced value into "
+                              f"the Python container `self.{attr}` inside "
+                              f"{_where(own, func, method=True)}; it runs once, when JAX "
+                              f"traces `{func.name}`, not on every {_every(own)}, and leaks a "
+                              f"tracer. Return the value and store it outside, or hold it in a "
+                              f"Ref (`self.{attr} = jax.new_ref(...)` in `__init__`, "
+                              f"`self.{attr}[...] = ...` here)")
+                continue
             if kind is None or not isinstance(receiver, cst.Name):
                 continue
             name = receiver.value
@@ -345,6 +364,11 @@ def _attribute_targets(stmt, attr):
         elif isinstance(t, cst.StarredElement):
             targets.append(t.value)
     return out
+
+
+def _python_container(value) -> bool:
+    """A list or dict made by a display (the analysis' SeqVal of kind list, DictVal)."""
+    return isinstance(value, SeqVal) and value.kind == "list" or isinstance(value, DictVal)
 
 
 def _nnx_object(value) -> bool:

@@ -221,6 +221,7 @@ def test_same_tree_as_libcst_on_fixtures_and_sources(path):
         assert_same_tree(fh.read(), path)
 
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_same_tree_as_libcst_on_installed_jax_and_flax():
     """Every 7th file of the installed jax and flax (sorted)."""
     files = installed_sources()[::7]

@@ -160,14 +160,19 @@ FILES = fixture_files()
 
 @pytest.fixture(scope="module")
 def results(request):
-    """Run the fixtures of the selected tests (all of them, or those chosen with -k)."""
+    """The runs of the fixtures of the selected tests (all of them, or those chosen with -k),
+    as futures: all are started at once (JOBS at a time) and each test waits for its own, so
+    the tests report one by one as their runs finish instead of after all of them."""
     chosen = {item.callspec.params["path"] for item in request.session.items
               if getattr(item, "module", None) is request.module
               and "path" in getattr(getattr(item, "callspec", None), "params", {})}
     files = [p for p in FILES if p in chosen and not missing_libraries(p)
              and not runtime_skip(p)]
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
-        return dict(zip(files, pool.map(_run, files)))
+    pool = ThreadPoolExecutor(max_workers=JOBS)
+    try:
+        yield {f: pool.submit(_run, f) for f in files}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def test_smoke_fixtures_present():
@@ -206,6 +211,7 @@ def test_missing_in_installed_jax_patterns_match():
                    for p in FILES), f"stale pattern {pattern}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(FIXTURES)) for p in FILES])
 def test_fixture_under_runtime(results, path):
     missing = missing_libraries(path)
@@ -213,7 +219,7 @@ def test_fixture_under_runtime(results, path):
         pytest.skip(f"needs {', '.join(missing)} (not installed)")
     if runtime_skip(path):
         pytest.skip(runtime_skip(path))
-    p = results[path]
+    p = results[path].result()
     device = next((ln for ln in p.stderr.splitlines() if "default device" in ln), "?")
     print(f"{path.relative_to(FIXTURES)}: {device}")
     expected = expected_codes(path)

@@ -21,6 +21,7 @@ def test_flake8_sees_the_plugin():
     assert r.returncode == 0 and "reflint: " in r.stdout
 
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_flake8_findings_equal_reflint_check(tmp_path):
     files = lint_targets(tmp_path)
     expected = reflint_findings(files)

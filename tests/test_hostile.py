@@ -270,6 +270,7 @@ def test_fifty_thousand_terms_in_seconds(tmp_path, reflint):
     assert r.stdout.count("REF007") == 50_000
 
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_hundred_thousand_lines_with_one_finding(tmp_path, reflint):
     # Positions for the one reported node only; no copy of the module's names per function.
     body = "".join(f"def f{i}(a):\n    return a + {i}\n\n" for i in range(33_333))

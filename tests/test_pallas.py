@@ -30,6 +30,7 @@ def codes(source, settings=ALL):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_planted_bugs_in_the_installed_pallas_kernels():
     files = pallas_planted.installed_kernel_files()
     assert len(files) >= 20, files
@@ -244,3 +245,221 @@ def test_runtime_reports_an_unwritten_output_and_spares_aliased_ones():
         pl.pallas_call(in_place, out_shape=s, interpret=True,
                        input_output_aliases={0: 0})(jnp.ones(8))
         assert float(pl.pallas_call(dma, out_shape=s, interpret=True)(jnp.ones(8)).sum()) == 8
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 26: every backend's kernel forms, views of views, refs stored into refs, REF028/REF029
+# --------------------------------------------------------------------------------------------
+
+
+def _both(src):
+    """Findings with the pre-filter on, after checking they are those with it off."""
+    on = codes(src)
+    off = sorted((d.line, d.code)
+                 for d in lint_source(src, "k.py", ALL, use_prefilter=False).diagnostics)
+    assert on == off, (on, off)
+    return on
+
+
+@pytest.mark.parametrize("body,expected", [
+    # pltpu.emit_pipeline(body=...) by keyword, with no positional argument
+    ("def outer(x_hbm, o_hbm):\n    def inner(x_ref, o_ref):\n        o_ref[...] = x_ref + 1\n"
+     "    pltpu.emit_pipeline(body=inner, grid=(1,), in_specs=[], out_specs=[])(x_hbm, o_hbm)\n",
+     [(9, "REF007")]),
+    # a local helper launching the kernel it is given by keyword
+    ("def call_kernel(x, kernel):\n    return pl.pallas_call(functools.partial(kernel, s=2),"
+     " out_shape=S)(x)\n"
+     "def k(x_ref, o_ref, *, s):\n    o_ref[...] = x_ref * s\n"
+     "def run(x):\n    return call_kernel(x, kernel=k)\n", [(10, "REF007")]),
+    # refs taken one by one from an iterator over *refs
+    ("def k(*refs):\n    it = iter(refs)\n    x_ref = next(it)\n    o_ref = next(it)\n"
+     "    o_ref[...] = x_ref + 1\n"
+     "pl.pallas_call(k, out_shape=S)(x)\n", [(11, "REF007")]),
+    # views of views are refs; math on one is a use
+    ("def k(x_ref, o_ref):\n    o_ref.at[:4][:2] = x_ref.at[:2] + 1\n"
+     "    o_ref.at[1].at[0][...] = x_ref.at[0][...]\n"
+     "pl.pallas_call(k, out_shape=S)(x)\n", [(8, "REF007")]),
+    # a ref stored into a ref (JAX: "Cannot store a Ref into another Ref"), also with +=
+    ("def k(x_ref, o_ref):\n    o_ref[...] = x_ref\n    o_ref[...] += x_ref\n"
+     "    o_ref[...] = x_ref.at[0:4]\n"
+     "pl.pallas_call(k, out_shape=S)(x)\n", [(8, "REF007"), (9, "REF007"), (10, "REF007")]),
+    # TPU SparseCore's parallel_loop body runs in the kernel
+    ("from jax.experimental.pallas import tpu_sc as plsc\n"
+     "def k(a_ref, o_ref):\n    @plsc.parallel_loop(0, 8)\n    def body(i):\n"
+     "        o_ref[...] = a_ref >> i\n"
+     "pl.pallas_call(k, out_shape=S)(x)\n", [(11, "REF007")]),
+])
+def test_kernel_forms_of_issue_26(body, expected):
+    assert _both(HEAD + body) == expected
+
+
+TEST_HELPERS = (
+    "import functools\nimport types\nfrom typing import TYPE_CHECKING\nimport jax\n"
+    "import jax.numpy as jnp\nfrom jax._src import util\n"
+    "from jax.experimental import pallas as pl\n"
+    "from jax.experimental.pallas import mosaic_gpu as _plgpu\n"
+    "from jax.experimental.pallas import tpu as pltpu\n"
+    "if TYPE_CHECKING:\n  plgpu = _plgpu\nelse:\n"
+    "  plgpu = types.ModuleType('_plgpu_local')\n  plgpu.__dict__.update(_plgpu.__dict__)\n"
+    "  _kernel = _plgpu.kernel\n  del _plgpu\n\n"
+    "class Base:\n"
+    "  def kernel(self, *args, **kwargs):\n"
+    "    result = _kernel(*args, compiler_params=None, **kwargs)\n"
+    "    self.used = True\n"
+    "    return result\n"
+    "  def sc_kernel(self, **kwargs):\n"
+    "    return functools.partial(pl.kernel, compiler_params=None, **kwargs)\n"
+    "  def pallas_call(self, kernel_fn=None, *, out_shape, scratch_shapes=()):\n"
+    "    def decorator(fn):\n"
+    "      @jax.jit\n"
+    "      @self.kernel(out_type=out_shape, scratch_types=scratch_shapes)\n"
+    "      def wrapper(*args_gmem):\n"
+    "        gmem_refs, scratch_refs = util.split_list(args_gmem, [len(args_gmem) - 1])\n"
+    "        @functools.partial(plgpu.emit_pipeline, grid=(1,))\n"
+    "        def pipeline(indices, *args):\n"
+    "          fn(*args, *scratch_refs)\n"
+    "        pipeline(*gmem_refs)\n"
+    "      return wrapper\n"
+    "    if kernel_fn is not None:\n"
+    "      return decorator(kernel_fn)\n"
+    "    return decorator\n\n"
+    "class T(Base):\n")
+
+
+def test_kernels_through_test_class_helpers():
+    """JAX's mosaic_gpu_test.py and tpu_sparsecore_pallas_test.py launch their kernels
+    through helpers: `self.pallas_call` building a pl.kernel around a Mosaic GPU pipeline whose
+    body calls the user's kernel with `fn(*args, *scratch_refs)` (many tests: the kernel is one
+    of many functions), `plgpu` a copy of the module under `if TYPE_CHECKING`, a forwarder that
+    stores its result before returning it, and a helper returning `partial(pl.kernel, ...)`."""
+    tests = ""
+    expected = []
+    line = TEST_HELPERS.count("\n") + 1
+    for n in range(40):
+        deco = ["@functools.partial(self.pallas_call, out_shape=1)",
+                "@self.sc_kernel(out_type=1, mesh=None)", "@self.kernel(out_type=1)"][n % 3]
+        tests += (f"  def test_{n}(self):\n    {deco}\n    def k(x_ref, o_ref):\n"
+                  f"      o_ref[...] = x_ref + {n}\n")
+        expected.append((line + 4 * n + 3, "REF007"))
+    assert _both(TEST_HELPERS + tests) == expected
+
+
+def test_output_rebound_in_a_nested_body_and_array_method_results():
+    src = HEAD + (
+        "def k(x_ref, o_ref):\n"
+        "    @pl.when(pl.program_id(0) == 0)\n"
+        "    def _():\n"
+        "        o_ref = (x_ref[...] ** 2).mean(axis=1)\n"  # 10: REF019
+        "    def helper(o_ref):\n"
+        "        o_ref = x_ref[...].T\n"  # 12: its own parameter: not the output
+        "pl.pallas_call(k, out_shape=S)(x)\n"
+        "def k2(x_ref, o_ref):\n"
+        "    o_ref = x_ref[...].sum()\n"  # 15: REF019
+        "pl.pallas_call(k2, out_shape=S)(x)\n")
+    assert [c for c in _both(src) if c[1] == "REF019"] == [(10, "REF019"), (15, "REF019")]
+
+
+def test_a_module_reading_an_import_made_later_in_the_page():
+    """The GPU reference page uses functools.partial long before its `import functools`."""
+    src = ("import jax\nimport jax.numpy as jnp\nimport jax.experimental.pallas as pl\n"
+           "@functools.partial(pl.pallas_call, out_shape=jax.ShapeDtypeStruct((8,), "
+           "jnp.float32))\n"
+           "def run_kernel(x_ref, y_ref):\n    y_ref[...] = x_ref + 1\n"
+           "import functools\n")
+    assert _both(src) == [(6, "REF007")]
+    # A name bound twice is not guessed.
+    assert _both(src + "functools = None\n") == []
+
+
+@pytest.mark.parametrize("kernel,launch,expected", [
+    # REF028: accumulated, never initialised (output or scratch)
+    ("def k(x_ref, o_ref):\n    o_ref[...] += x_ref[...]\n",
+     "pl.pallas_call(k, out_shape=S, grid=(4,))(x)\n", [(8, "REF028")]),
+    ("def k(x_ref, o_ref, acc_ref):\n    acc_ref[...] += x_ref[...]\n"
+     "    o_ref[...] = acc_ref[...]\n",
+     "pl.pallas_call(k, out_shape=S, grid=(4,), scratch_shapes=[pltpu.VMEM((8,), "
+     "jnp.float32)])(x)\n", [(8, "REF028")]),
+    # initialised under pl.when, by a helper, aliased: silent
+    ("def k(x_ref, o_ref):\n    @pl.when(pl.program_id(0) == 0)\n    def _():\n"
+     "        o_ref[...] = jnp.zeros_like(o_ref)\n    o_ref[...] += x_ref[...]\n",
+     "pl.pallas_call(k, out_shape=S, grid=(4,))(x)\n", []),
+    ("def k(x_ref, o_ref):\n    pltpu.sync_copy(x_ref, o_ref)\n    o_ref[...] += x_ref[...]\n",
+     "pl.pallas_call(k, out_shape=S)(x)\n", []),
+    ("def k(x_ref, o_ref):\n    o_ref[...] += x_ref[...]\n",
+     "pl.pallas_call(k, out_shape=S, input_output_aliases={0: 0})(x)\n", []),
+    # a pytree operand: the counts do not add up, nothing is said
+    ("def k(a_ref, b_ref, o_ref):\n    o_ref[...] += a_ref[...]\n",
+     "pl.pallas_call(k, out_shape=S)(x)\n", []),
+    # REF029: an input written, no output written
+    ("def k(x_ref, o_ref):\n    x_ref[...] = x_ref[...] * 2\n",
+     "pl.pallas_call(k, out_shape=S)(x)\n", [(8, "REF029")]),
+    ("def k(x_ref, o_ref):\n    x_ref[...] = x_ref[...] * 2\n",
+     "pl.pallas_call(k, out_shape=S, input_output_aliases={0: 0})(x)\n", []),
+    ("def k(x_ref, o_ref):\n    x_ref[...] += 1\n    o_ref[...] = x_ref[...]\n",
+     "pl.pallas_call(k, out_shape=S)(x)\n", []),
+    ("def k(x_ref, o_ref):\n    x_ref[...] = x_ref[...] * 2\n    helper(o_ref)\n",
+     "pl.pallas_call(k, out_shape=S)(x)\n", []),
+    # out_shape a tuple of two structs: both outputs counted
+    ("def k(x_ref, o_ref, p_ref):\n    x_ref[...] = x_ref[...] * 2\n",
+     "pl.pallas_call(k, out_shape=(S, S))(x)\n", [(8, "REF029")]),
+])
+def test_silent_kernel_bugs(kernel, launch, expected):
+    assert _both(HEAD + kernel + launch) == expected
+
+
+def test_runtime_reports_accumulation_without_init_and_a_written_input():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    from reflint.runtime import AccumulatedWithoutInit, InputRefWritten, checks
+
+    s = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+    x = jnp.ones((8, 128), jnp.float32)
+
+    def acc(x_ref, o_ref):
+        o_ref[...] += x_ref[...]
+
+    def acc_init(x_ref, o_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += x_ref[...]
+
+    def write_input(x_ref, o_ref):
+        x_ref[...] = x_ref[...] * 2.0
+
+    with checks():
+        with pytest.raises(AccumulatedWithoutInit, match="REF028"):
+            pl.pallas_call(acc, out_shape=s, grid=(2,), interpret=True)(x)
+        with pytest.raises(InputRefWritten, match="REF029"):
+            pl.pallas_call(write_input, out_shape=s, interpret=True)(x)
+        out = pl.pallas_call(acc_init, out_shape=s, grid=(2,), interpret=True)(x)
+        assert float(out[0, 0]) == 2.0
+        pl.pallas_call(acc, out_shape=s, input_output_aliases={0: 0}, interpret=True)(x)
+        pl.pallas_call(write_input, out_shape=s, input_output_aliases={0: 0},
+                       interpret=True)(x)
+
+
+def test_pytrees_of_refs_in_kernels_are_not_refs():
+    """False positives found on vllm-project/tpu-inference: a with_scoped keyword giving a tuple
+    of scratch buffers, a scratch tuple concatenated with another tuple, and a kernel parameter
+    named as a sequence of refs indexed by a loop variable in a helper it is handed to."""
+    src = HEAD + (
+        "def kernel(x_ref, o_ref, scratches, page_refs):\n"
+        "    @pl.with_scoped(s_ref=pltpu.VMEM((8,), jnp.float32),\n"
+        "                    bufs=(pltpu.VMEM((8,), jnp.float32), pltpu.VMEM((8,), jnp.float32)))\n"
+        "    def _run(s_ref, bufs):\n"
+        "        every = (s_ref,) + bufs + scratches\n"
+        "        m_ref, l_ref = bufs\n"
+        "        o_ref[...] = m_ref + 1\n"  # 13: a ref of the tuple
+        "    _run()\n"
+        "    helper((page_refs, x_ref))\n"
+        "def helper(shared):\n"
+        "    page_refs, x_ref = shared\n"
+        "    for group in range(2):\n"
+        "        page_refs[group][0] = x_ref[0]\n"
+        "pl.pallas_call(kernel, out_shape=S, scratch_shapes=[(pltpu.VMEM((8,), jnp.float32),),"
+        " pltpu.VMEM((8,), jnp.float32)])(x)\n")
+    assert _both(src) == [(13, "REF007")]

@@ -75,6 +75,7 @@ def _write_tree(root):
 
 
 @pytest.mark.parametrize("name,source", SOURCES, ids=[n for n, _ in SOURCES])
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_prefilter_keeps_every_finding_per_rule(name, source):
     """For all rules together and for each rule alone: pre-filter on == off."""
     selections = [Settings()] + [Settings(select=frozenset({r.code})) for r in RULES]
@@ -244,6 +245,7 @@ def _digest(results):
     return [(r.path, [d.to_json() for d in r.diagnostics]) for r in results]
 
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_jobs_1_and_2_cold_and_warm_are_identical(tmp_path, monkeypatch):
     src = tmp_path / "src"
     src.mkdir()
@@ -280,6 +282,7 @@ def _cli_json(args, cwd, env=None):
     return json.loads(r.stdout), r.stderr
 
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_cli_jobs_and_cache_give_identical_output(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
@@ -415,6 +418,7 @@ def test_unwritable_cache_is_skipped(tmp_path):
     assert res[0].diagnostics and c.writes == 0
 
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_concurrent_runs_share_the_cache(tmp_path):
     src = tmp_path / "src"
     src.mkdir()

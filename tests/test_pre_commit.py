@@ -117,6 +117,7 @@ def test_manifest_is_valid():
     assert all("python" in h["types_or"] for h in hooks.values())
 
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_hook_fails_on_bad_file_and_passes_on_good(runs):
     r = runs["bad"]
     out = r.stdout + r.stderr
@@ -127,6 +128,7 @@ def test_hook_fails_on_bad_file_and_passes_on_good(runs):
     assert "Passed" in r.stdout
 
 
+@pytest.mark.slow  # issue 28: installs the hook environment (minutes)
 def test_fix_hook_rewrites_the_file(runs):
     r = runs["fix"]
     assert r.returncode == 1, r.stdout + r.stderr  # pre-commit fails a hook that modifies files
@@ -135,6 +137,7 @@ def test_fix_hook_rewrites_the_file(runs):
     assert (runs["fix_repo"] / "good.py").read_text() == GOOD
 
 
+@pytest.mark.slow  # issue 28: installs the hook environment (minutes)
 def test_cli_flake8_and_pre_commit_agree_on_a_fixture(runs):
     repo = runs["check_repo"]
     cli = reflint_findings(["sample.py"], cwd=repo)

@@ -178,6 +178,38 @@ def _uses(a: api.Api, f: str, body: str, rng: random.Random) -> list:
                 f"with {f}(ref=True):\n{ind}m = {f}(jnp.zeros(3))\n" + fn + "jax.jit(h)(m)\n",
                 f"{f}(True)\nclass M({f}):\n{ind}def __init__(self):\n{ind}{ind}self.a = {f}(1)"
                 f"\n{ind}{ind}self.b = self.a\n\nm = M()\n" + fn + "jax.jit(h)(m)\n"]
+    if fam is F.SEQUENCE:  # split_list: the pieces of a kernel's *refs are refs
+        return [f"def kern(*refs):\n{ind}a, b = {f}(refs, [1])\n{ind}o = a[0] + b[0]\n"
+                f"{ind}{body.format(ind=ind)}\n\nfrom jax.experimental import pallas as pl\n"
+                "pl.pallas_call(kern, out_shape=xs)(xs, xs)\n",
+                f"def g(x):\n{ind}a, b = {f}(x, [1])\n{ind}a[0] = 1\n{ind}"
+                f"{body.format(ind=ind)}\n"]
+    if fam is F.RECORD:
+        # Objects holding refs (reflint/analysis/objects.py).
+        cls = "class S:\n" + ind + "a: object\n" + ind + "b: object\n"
+        if a.record == "namedtuple":
+            cls = f"class S({f}):\n{ind}a: object\n{ind}b: object\n"
+        elif a.record == "pytree":
+            cls = (f"@{f}\nclass S:\n{ind}def __init__(self, a, b):\n{ind}{ind}self.a = a\n"
+                   f"{ind}{ind}self.b = b\n")
+        elif a.record == "replace":
+            cls = "import dataclasses\n@dataclasses.dataclass\n" + cls
+        else:
+            cls = f"@{f}\n" + cls
+        use = f"t = {f}(s, b=xs)\n" if a.record == "replace" else "t = s\n"
+        return [cls + "s = S(r, r)\n" + use + fn + "jax.jit(h)(t.a, t.b)\ny = t.a + 1\n",
+                cls + fn + "def g(q):\n" + ind + "s = S(q, xs)\n" + ind + use.replace(
+                    "t =", ind + "t =").strip() + "\n" + ind + "return s\n\njax.jit(g)(xs)\n"
+                "g(r).a.sum()\n"]
+    if fam is F.TREE:
+        uses = {
+            "map": f"out = {f}(lambda p: p * 2, {{'a': r, 'b': r}})\n",
+            "leaves": f"for p in {f}({{'a': r}}):\n{ind}y = p + 1\n",
+            "flatten": f"leaves, td = {f}((r, r))\ny = leaves[0] + 1\n",
+            "unflatten": f"t = {f}(None, [r, r])\njax.jit(h)(t)\n"}
+        body_use = uses[a.tree_op]
+        return [fn + body_use, fn + "def g(x):\n" + "".join(
+            ind + line + "\n" for line in body_use.splitlines()) + "jax.jit(g)(xs)\n"]
     raise AssertionError(f"no template for {fam}")  # pragma: no cover - every family above
 
 
@@ -201,6 +233,7 @@ def test_the_differential_test_covers_enough_programs():
 
 
 @pytest.mark.parametrize("entry", api.APIS, ids=[a.name for a in api.APIS])
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_generated_programs_same_findings_with_prefilter_on_and_off(entry):
     checked = 0
     for source in generated_programs(entry, PER_ENTRY):

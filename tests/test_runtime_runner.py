@@ -36,13 +36,17 @@ def example_runs():
     from concurrent.futures import ThreadPoolExecutor
 
     names = sorted(EXPECTED) + CLEAN
-    with ThreadPoolExecutor(2) as pool:
-        return dict(zip(names, pool.map(lambda n: run_checked(EXAMPLES / n), names)))
+    pool = ThreadPoolExecutor(2)  # futures: each test waits for its own run (progress)
+    try:
+        yield {n: pool.submit(run_checked, EXAMPLES / n) for n in names}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_doc_error_examples_fail_with_code(example_runs, name):
-    p = example_runs[name]
+    p = example_runs[name].result()
     assert p.returncode == 1, p.stderr
     codes = CODE_RE.findall(p.stderr)
     assert codes and codes[0] == EXPECTED[name], p.stderr
@@ -51,9 +55,10 @@ def test_doc_error_examples_fail_with_code(example_runs, name):
     assert name in p.stderr and "reflint/runtime" not in p.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CLEAN)
 def test_doc_working_examples_run_clean(example_runs, name):
-    p = example_runs[name]
+    p = example_runs[name].result()
     assert p.returncode == 0, p.stderr
     assert not CODE_RE.search(p.stderr)
 
@@ -148,6 +153,7 @@ def test_results_identical_with_checks_on_and_off():
 
 # ---------------------------------------------------------------- pytest plugin
 
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 def test_pytest_plugin_fixture_and_option(tmp_path):
     (tmp_path / "test_x.py").write_text(textwrap.dedent("""
         import jax, pytest

@@ -162,6 +162,7 @@ def f(x, y):
 
 
 @pytest.mark.parametrize("resolve", [True, False])
+@pytest.mark.slow  # issue 28: CI's full suite, not the README's quick one
 async def test_fix_all(client, client_no_resolve, tmp_path, resolve):
     c = client if resolve else client_no_resolve
     uri = _uri(tmp_path, "fa.py", FIX_ALL)

@@ -72,4 +72,4 @@ def test_server_without_pygls_is_a_clear_error(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "pygls.lsp.server", None)
     monkeypatch.delitem(sys.modules, "reflint.server", raising=False)
     assert cli.main(["server"]) == 2
-    assert "pip install 'reflint[server]'" in capsys.readouterr().err
+    assert "pip install 'jax-reflint[server]'" in capsys.readouterr().err

@@ -14,6 +14,7 @@ from ..values import (
     DictVal,
     FuncPoolVal,
     FuncVal,
+    ObjVal,
     OneOf,
     RefPoolVal,
     RefSeqVal,
@@ -100,6 +101,8 @@ def _element_of(value: Optional[Value]) -> Optional[Value]:
         return value.item(None)
     if isinstance(value, FuncPoolVal) and value.kind != "dict":
         return value.elt
+    if isinstance(value, ObjVal) and value.seq:  # a NamedTuple: its fields
+        value = value.as_seq()
     if isinstance(value, SeqVal) and value.items:
         first = value.items[0]
         out = first

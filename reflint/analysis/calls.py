@@ -13,10 +13,11 @@ from ..values import (
     ArrayVal,
     Choice,
     ClassVal,
+    DictVal,
     FuncVal,
     InstanceVal,
-    NamespaceVal,
     NnxVal,
+    ObjVal,
     OneOf,
     RefSeqVal,
     RefVal,
@@ -85,6 +86,10 @@ class CallsMixin:
             if not isinstance(receiver, (QN, RefVal, FuncVal, ClassVal)):
                 self._sink.add(MutatingCall(node, receiver, node.func.attr.value,
                                             self._func))
+        if fv is None and type(node.func) is cst.Attribute and \
+                node.func.attr.value in api.ARRAY_RESULT_METHODS and \
+                isinstance(self._values.get(id(node.func.value)), ArrayVal):
+            return ArrayVal(node)  # `(x_ref[...] ** 2).mean(axis=1)`: an Array
         if isinstance(fv, FuncVal):
             fv = self._forwarded_api(fv) or fv
         if isinstance(fv, FuncVal) and args and not args[0][0].keyword and \
@@ -124,6 +129,8 @@ class CallsMixin:
                     return SpecialVal("launcher", target, node, a.name, dict(fv.kwargs))
             return None
         if isinstance(fv, ClassVal):
+            if not (fv.cls.nnx and self._refs_mode):
+                return self._construct(node, fv.cls, args, state)
             init = fv.cls.methods.get("__init__")
             inst = InstanceVal(fv.cls, node)
             if init is not None:
@@ -137,6 +144,11 @@ class CallsMixin:
             return inst
         if isinstance(fv, SpecialVal):
             return self._call_special(node, fv, args, state)
+        if isinstance(fv, ObjVal) or isinstance(fv, RefVal) and fv.tree == "module" and \
+                fv.cls is not None:
+            return self._call_object(node, fv, args, state)
+        if isinstance(fv, RefVal) and fv.tree == "module":
+            self._layer_writes(node, fv, "__call__", args)
         return None
 
     def _call_alternative(self, node: cst.Call, fv: Value, args: list, state: _State):
@@ -158,23 +170,12 @@ class CallsMixin:
         return None
 
     def _call_qn(self, node: cst.Call, qn: str, args: list, state: _State) -> Optional[Value]:
-        if qn in api.NAMESPACE_CONSTRUCTORS:
-            if any(arg.star for arg, _ in args):
-                return None
-            return NamespaceVal(node, {arg.keyword.value: v for arg, v in args if arg.keyword})
+        if qn in api.NAMESPACE_CONSTRUCTORS or qn == "builtins.super":  # objects.py
+            return self._call_bag_or_super(node, qn, args, state)
         a = api.lookup(qn)
         if a is None:
             if qn.startswith("builtins."):
-                name = qn[len("builtins."):]
-                if name in api.BUILTINS_NEEDING_ARRAY:
-                    for arg, v in args:
-                        if isinstance(v, RefVal) and not arg.keyword:
-                            self._ref_use("builtin", arg.value, v, node, name)
-                if name in ("tuple", "list") and len(args) == 1:
-                    v = args[0][1]
-                    if isinstance(v, SeqVal):
-                        return SeqVal(v.items, name)
-                return None
+                return self._call_builtin(node, qn[len("builtins."):], args)
             if api.is_array_function(qn):
                 self._array_function_args(node, qn, args)
                 if api.returns_jax_array(qn):
@@ -197,6 +198,10 @@ class CallsMixin:
             return ref
         if fam is F.NNX:
             return self._call_nnx(node, a, args)
+        if fam is F.SEQUENCE:
+            return self._split_sequence(args)
+        if fam in (F.RECORD, F.TREE):  # objects.py
+            return self._call_object_api(node, a, qn, args, state)
         if fam is F.FREEZE:
             target = _first_positional_arg(args)
             if target is not None and isinstance(target[1], RefVal):
@@ -256,10 +261,15 @@ class CallsMixin:
         if fam in (F.KERNEL, F.INLINE, F.WRAPPER):
             kwargs = {arg.keyword.value: arg.value for arg, _ in args if arg.keyword}
             positional = [(arg, v) for arg, v in args if not arg.keyword and not arg.star]
-            if a.factory == "always" or (a.factory and not positional):
+            # The function given by keyword (`pltpu.emit_pipeline(body=kernel, grid=...)`,
+            # `pl.pallas_call(kernel=k, ...)`) is a call, not a factory's configuration.
+            by_kw = [v for arg, v in args if a.callees and arg.keyword and
+                     arg.keyword.value == a.callees[0].kw] \
+                if a.factory != "always" and not positional else []
+            if a.factory == "always" or (a.factory and not positional and not by_kw):
                 return TransformVal(a.name, node, kwargs,
                                     tuple(arg.value for arg, _ in positional))
-            target = positional[0][1] if positional else None
+            target = positional[0][1] if positional else by_kw[0] if by_kw else None
             if isinstance(target, FuncVal):
                 return self._apply_api(a, target, node, kwargs, (), state)
             if isinstance(target, OneOf):  # `kernel = k1 if c else k2`: each may run
@@ -275,6 +285,26 @@ class CallsMixin:
             if a.result is api.Result.PASS_THROUGH:
                 return first
             return ArrayVal(node) if isinstance(first, ArrayVal) else None
+        return None
+
+    def _call_builtin(self, node: cst.Call, name: str, args: list) -> Optional[Value]:
+        """A call of a Python builtin: refs given to one that needs an Array (REF007),
+        ``tuple``/``list`` of a tuple, an iterator over a kernel's refs."""
+        if name in api.BUILTINS_NEEDING_ARRAY:
+            for arg, v in args:
+                if isinstance(v, RefVal) and not arg.keyword:
+                    self._ref_use("builtin", arg.value, v, node, name)
+        if name in ("tuple", "list") and len(args) == 1:
+            v = args[0][1]
+            if isinstance(v, SeqVal):
+                return SeqVal(v.items, name)
+        if name in ("iter", "next") and args and not args[0][0].keyword and \
+                not args[0][0].star and isinstance(args[0][1], RefSeqVal):
+            # `it = iter(refs); x_ref = next(it)`: an iterator over a kernel's refs
+            # gives refs (which one is not counted).
+            seq = args[0][1]
+            return RefSeqVal(seq.base, seq.offset, False) if name == "iter" else \
+                seq.item(None)
         return None
 
     def _call_nnx(self, node: cst.Call, a: "api.Api", args: list) -> Optional[Value]:
@@ -313,6 +343,10 @@ class CallsMixin:
                                   scope=self._func, tree="state")
                            for i in range(max(1, len(pos) - 1)))
             return SeqVal((None,) + states)
+        if a.result is R.NNX_STATE:
+            if not (isinstance(first, RefVal) and first.tree):
+                return None
+            return tree("state", first.cls if first.tree == "module" else None)
         if a.result is R.NNX_MERGE:
             if any(isinstance(v, RefVal) and v.tree for _, v in pos[1:]):
                 return tree("module")
@@ -327,7 +361,14 @@ class CallsMixin:
                     if not on:
                         return NnxVal("variable", node, arrays=True)
             kind = "variable" if a.ref_keywords else "module"
-            return tree(kind, explicit=explicit) if on else NnxVal(kind, node)
+            if not on:
+                return NnxVal(kind, node)
+            out = tree(kind, explicit=explicit)
+            if a.call_writes:
+                # A Flax layer that writes its Variables when called (objects.py).
+                out.kwargs = {"api": a.name, **{k: kw[k][0].value for k in a.write_unless
+                                                 if k in kw}}
+            return out
         return None
 
     def _note_refs_mode(self, info: FunctionInfo, on: bool) -> None:
@@ -451,6 +492,14 @@ class CallsMixin:
                 any(_binds_name(st, vararg) for st in stmts[:-1]):
             return None
         call = stmts[-1].body[0].value
+        if type(call) is cst.Name:
+            # `result = _kernel(*args, **kwargs); self.used = True; return result`.
+            binds = [st for st in stmts[:-1] if _binds_name(st, call.value)]
+            st = binds[0] if len(binds) == 1 else None
+            call = st.body[0].value if st is not None and \
+                type(st) is cst.SimpleStatementLine and len(st.body) == 1 and \
+                type(st.body[0]) is cst.Assign and len(st.body[0].targets) == 1 and \
+                type(st.body[0].targets[0].target) is cst.Name else None
         if type(call) is not cst.Call:
             return None
         pos = [a for a in call.args if a.keyword is None and a.star != "**"]
@@ -488,6 +537,13 @@ class CallsMixin:
             for p, v in zip(named, kernel.bound_args):
                 if is_interesting(v):
                     self._seed(info, p.name, v)
+            if callee.typed_kwargs:
+                # `scratches=(pltpu.VMEM(...), ...)`: that parameter is a tuple of refs.
+                for name, expr in (kwargs or {}).items():
+                    tree = _ref_tree(expr, (id(node), name))
+                    if info.param(name) is not None and tree is not None:
+                        bound.add(name)
+                        self._seed(info, name, tree)
             for name, v in kernel.bound_kw_values:
                 if is_interesting(v) and info.param(name) is not None:
                     self._seed(info, name, v)
@@ -535,6 +591,13 @@ class CallsMixin:
             if isinstance(rule, FuncVal):
                 self._add_role(rule.info, api.Role.CUSTOM_JVP_RULE, node)
             return None
+        if fv.kind == "layer_method":  # opt.update(model, grads)
+            self._layer_writes(node, fv.target, fv.api_name, args)
+            return None
+        if fv.kind == "obj_replace":  # nt._replace(mu=x), state.replace(mu=x)
+            return self._obj_replace(node, fv.target, args)
+        if fv.kind == "dict_view":  # d.values(), d.items()
+            return self._call_dict_view(fv)
         if fv.kind == "ref_view":  # x_ref.reshape(...), .bitcast(...), .transpose(...)
             attr = node.func.attr.value if isinstance(node.func, cst.Attribute) else "view"
             return as_view(fv.target, f".{attr}(...)")
@@ -588,6 +651,7 @@ class CallsMixin:
     def _call_func(self, node: cst.Call, fv: FuncVal, args: list, state: _State):
         starred = [i for i, (a, _) in enumerate(args) if a.star == "*"]
         positional = [(a, v, a.value) for a, v in args if not a.star and a.keyword is None]
+        rest_refs = None  # what a `*args` parameter receives from starred tuples of refs
         if starred:
             last = max((i for i, (a, _) in enumerate(args) if not a.keyword and
                         a.star != "**"), default=-1)
@@ -604,12 +668,48 @@ class CallsMixin:
                 n = sum(1 for p in fv.info.params if p.kind in ("pos", "posonly"))
                 n -= len(positional) + len(fv.bound_args) + (fv.self_value is not None)
                 positional += [(a_star, seq.item(i), None) for i in range(max(n, 0))]
+                rest_refs = seq.rest(max(n, 0))
+            elif len(starred) > 1 and isinstance(seq, RefSeqVal) and \
+                    all(i in starred for i in range(starred[0], last + 1)) and \
+                    all(isinstance(args[i][1], RefSeqVal) or _all_refs(args[i][1])
+                        for i in starred):
+                # `fn(*args, *scratch_refs)` (a pipeline body handing its block refs and the
+                # kernel's scratch refs to the user's kernel): every parameter left gets a
+                # ref, which one is unknown.
+                a_star = args[starred[0]][0]
+                n = sum(1 for p in fv.info.params if p.kind in ("pos", "posonly"))
+                n -= len(positional) + len(fv.bound_args) + (fv.self_value is not None)
+                positional += [(a_star, seq.item(None), None) for _ in range(max(n, 0))]
+                rest_refs = seq.rest(None)
             else:
                 self._record_unbindable(node, fv, args)
                 return self._result_of(fv)
         keywords = {a.keyword.value: (a, v, a.value) for a, v in args if a.keyword is not None}
         self._bind_call(node, fv, positional, keywords, "traced" if fv.transforms else "plain")
+        vararg = next((p for p in fv.info.params if p.kind == "vararg"), None)
+        if rest_refs is not None and vararg is not None:
+            # `fn(*refs)` into `def fn(*args)`: its `*args` is a tuple of refs.
+            self._seed(fv.info, vararg.name, rest_refs)
+        if fv.self_value is not None:
+            return self._method_result(fv, self._result_of(fv))
         return self._result_of(fv)
+
+    def _split_sequence(self, args: list) -> Optional[Value]:
+        """``split_list(refs, [n, ...])``: the pieces of a sequence (JAX's own helpers, in
+        Pallas kernels that split their ``*refs``)."""
+        pos = [(a, v) for a, v in args if not a.keyword and not a.star]
+        if len(pos) != 2 or any(a.star for a, _ in args):
+            return None
+        (_, seq), (sizes_arg, _) = pos
+        sizes = sizes_arg.value
+        if not isinstance(sizes, (cst.List, cst.Tuple)) or \
+                any(isinstance(e, cst.StarredElement) for e in sizes.elements):
+            return None
+        pieces = len(sizes.elements) + 1
+        if isinstance(seq, RefSeqVal):
+            return SeqVal((seq,) + tuple(RefSeqVal(seq.base, seq.offset, False)
+                                         for _ in range(pieces - 1)))
+        return None
 
     def _record_unbindable(self, node, fv: FuncVal, args) -> None:
         if not fv.transforms:
@@ -636,8 +736,9 @@ class CallsMixin:
         ``mode``: 'traced' records a TracedCall, 'plain' a PlainCall, 'none' nothing."""
         info = fv.info
         params = list(info.params)
+        receiver = None
         if fv.self_value is not None and params and params[0].kind in ("pos", "posonly"):
-            params = params[1:]
+            receiver, params = params[0], params[1:]
         # functools.partial: bound positionals consume the first parameters.
         bound_pos = list(fv.bound_args)
         pos_params = [p for p in params if p.kind in ("pos", "posonly")]
@@ -663,6 +764,10 @@ class CallsMixin:
             if p.name not in bindings and p.name in info.defaults and \
                     p.name not in fv.bound_kwargs:
                 bindings[p.name] = Binding(p.name, info.defaults[p.name], None)
+        if receiver is not None and is_interesting(fv.self_value) and \
+                "classmethod" not in info.decorator_kinds:
+            # A method called on an object holding refs: `self` is bound to it (objects.py).
+            bindings[receiver.name] = Binding(receiver.name, fv.self_value, None)
         # Seeds for the callee: parameters that receive refs.
         for name, b in bindings.items():
             if b.param is not None and is_interesting(b.value):
@@ -764,3 +869,31 @@ class CallsMixin:
     def _record_access(self, kind, node, ref_expr, ref: RefVal, value_expr, state) -> None:
         self._sink.add(RefAccess(kind, node, ref_expr, ref, value_expr, self._func))
 
+
+
+def _all_refs(v) -> bool:
+    """A tuple whose items are all refs."""
+    return isinstance(v, SeqVal) and bool(v.items) and all(isinstance(x, RefVal) for x in v.items)
+
+
+def _ref_tree(expr, key: tuple) -> Optional[Value]:
+    """The pytree of refs a literal tuple/list/dict of allocation types makes (a with_scoped
+    keyword); None for anything else (one type: a ref)."""
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            return None
+        return SeqVal(tuple(_ref_tree(e.value, key + (i,)) or
+                            RefVal(key=("scoped",) + key + (i,), origin="pallas", node=e.value,
+                                   scope=None)
+                            for i, e in enumerate(expr.elements)),
+                      "tuple" if isinstance(expr, cst.Tuple) else "list")
+    if isinstance(expr, cst.Dict):
+        items = {}
+        for e in expr.elements:
+            if not isinstance(e, cst.DictElement) or not isinstance(e.key, cst.SimpleString):
+                return None
+            k = e.key.evaluated_value
+            items[k] = _ref_tree(e.value, key + (k,)) or RefVal(
+                key=("scoped",) + key + (k,), origin="pallas", node=e.value, scope=None)
+        return DictVal(items)
+    return None

@@ -13,6 +13,7 @@ from ..values import (
     ClassVal,
     DictVal,
     InstanceVal,
+    ObjVal,
     RefPoolVal,
     RefSeqVal,
     RefVal,
@@ -26,6 +27,7 @@ from .constants import (
 )
 from .dependence import DependenceMixin
 from .expressions import ExpressionsMixin
+from .objects import ObjectsMixin
 from .facts import (
     ClassInfo,
     Facts,
@@ -45,7 +47,7 @@ from .syntax import (
 
 
 class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin,
-                     DependenceMixin):
+                     DependenceMixin, ObjectsMixin):
     """Analysis of one module. Build with ``ModuleAnalysis(module)``; rules read the facts."""
 
     def __init__(self, module: cst.Module, path: str = "<string>", settings=None,
@@ -110,6 +112,9 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
         self._sites = None  # _call_sites index, lazily
 
     def _reset_round(self) -> None:
+        # The last round's plain calls: an object's fields read the calls its __init__ makes
+        # (`super().__init__(r)`), which this round evaluates after the object is made.
+        self._last_plain_calls = getattr(self, "plain_calls", [])
         self._values: dict[int, Value] = {}
         self._queue: list[FunctionInfo] = []
         self._queued: set = set()
@@ -245,11 +250,18 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
                 "staticmethod" not in info.decorator_kinds:
             if "classmethod" in info.decorator_kinds:
                 return ClassVal(info.cls)
+            seed = info.seeds.get(p.name)
+            if isinstance(seed, (ObjVal, RefVal)) and seed.cls is not None and \
+                    (not isinstance(seed, RefVal) or seed.tree == "module") and \
+                    info.cls in self._class_chain(seed.cls):
+                # A method called on an object holding refs: `self` is that object, whose
+                # refs the caller passed (objects.py).
+                return self._rebase(seed, info, p)
             return InstanceVal(info.cls)
         if id(info) in self._pallas_kernels and p.kind in ("pos", "posonly") and \
                 p.name not in self._pallas_kernels[id(info)]:
             return RefVal(key=("param", id(info.node), p.name), origin="pallas", node=p.node,
-                          scope=info, name=p.name)
+                          scope=info, name=p.name, maybe_tree=True)
         if id(info) in self._pallas_kernels and p.kind == "vararg" and \
                 p.name not in self._pallas_kernels[id(info)]:
             # `def kernel(*refs)`: a tuple of refs (unless partial binds more positional
@@ -272,7 +284,8 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
         if isinstance(value, RefVal):
             return RefVal(key=("param", id(info.node), p.name, path), origin="param", node=p.node,
                           scope=info, name=p.name if not path else f"{p.name}{path}",
-                          tree=value.tree, cls=value.cls)
+                          tree=value.tree, cls=value.cls,
+                          maybe_tree=value.maybe_tree or value.origin == "pallas")
         if isinstance(value, SeqVal):
             return SeqVal(tuple(self._rebase(v, info, p, f"{path}[{i}]")
                                 for i, v in enumerate(value.items)), value.kind)
@@ -283,6 +296,12 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
             base = RefVal(key=("param", id(info.node), p.name, path), origin="param",
                           node=p.node, scope=info, name=p.name if not path else f"{p.name}{path}")
             return RefPoolVal(base, value.kind)
+        if isinstance(value, ObjVal):
+            if path.count(".") + path.count("[") > 6:
+                return None
+            fields = {k: self._rebase(v, info, p, f"{path}.{k}") for k, v in value.fields.items()}
+            return ObjVal(value.cls, value.node, fields, value.seq,
+                          ("param", id(info.node), p.name, path), value.name)
         if isinstance(value, RefSeqVal) and not path:
             base = RefVal(key=("param", id(info.node), p.name), origin=value.base.origin,
                           node=p.node, scope=info, name=p.name)

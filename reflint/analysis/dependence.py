@@ -25,6 +25,7 @@ from ..values import (
     QN,
     FuncVal,
     RefVal,
+    SpecialVal,
     Value,
     iter_refs,
 )
@@ -343,6 +344,12 @@ class DependenceMixin:
                             out |= arg_deps[i]
                     return out
                 return EMPTY
+        if isinstance(fv, (RefVal, SpecialVal)):
+            # A Flax layer writing its Variables when called (`bn(x)`, `opt.update(m, g)`).
+            for acc in dep.writes_by_node.get(id(node), ()):
+                for a, d in zip(node.args, arg_deps):
+                    if a.value is acc.value_expr:
+                        dep.write(acc, d)
         result = last.get(id(node.func), EMPTY)
         for d in arg_deps:
             result |= d

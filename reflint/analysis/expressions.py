@@ -18,6 +18,7 @@ from ..values import (
     InstanceVal,
     NamespaceVal,
     NnxVal,
+    ObjVal,
     OneOf,
     RefPoolVal,
     RefSeqVal,
@@ -51,6 +52,14 @@ from .syntax import (
 )
 
 
+def _single_variable_index(node: cst.Subscript) -> bool:
+    """``x[i]``: one index, not a constant, a slice, ``...`` or a tuple."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return False
+    v = node.slice[0].slice.value
+    return type(v) not in (cst.Ellipsis, cst.Tuple, cst.Integer) and _const_key(v) is None
+
+
 class ExpressionsMixin:
 
     # -- expressions -------------------------------------------------------------------------
@@ -81,13 +90,24 @@ class ExpressionsMixin:
         if isinstance(base, RefVal) and base.tree:
             # An NNX object holding refs: its Variables and sub-modules hold refs too.
             if base.cls is None:
-                return None
+                return self._layer_method(base, attr)
             value = tree_attribute(base, attr, self._class_attrs(base.cls, attr))
-            if value is not None and isinstance(node.value, cst.Name) and \
-                    node.value.value not in state.env:
+            if value is None and base.tree == "module":
+                m = base.cls.method(attr)
+                if m is not None and "property" not in m.info.decorator_kinds and \
+                        "staticmethod" not in m.info.decorator_kinds:
+                    # `model.update(x)`: the method, bound to the module (objects.py).
+                    return FuncVal(m.info, m.transforms, m.bound_args, m.bound_kwargs,
+                                   base, m.bound_kw_values)
+            root = node.value
+            while type(root) is cst.Attribute:  # `model.inner.bias`
+                root = root.value
+            if value is not None and isinstance(root, cst.Name) and \
+                    root.value not in state.env:
                 # `model.bias` read through a closed-over `model`: a closed-over ref.
-                self._note_closure(node.value.value, f"{node.value.value}.{attr}", value,
-                                   node)
+                label = f"{root.value}.{attr}" if root is node.value else \
+                    self.module.code_for_node(node).strip()
+                self._note_closure(root.value, label, value, node)
             return value
         if isinstance(base, RefVal):
             if attr in api.REF_VIEW_ATTRIBUTES and (
@@ -103,6 +123,8 @@ class ExpressionsMixin:
             if attr == "at":
                 return SpecialVal("ref_at", base)
             return None
+        if isinstance(base, ArrayVal) and attr in api.ARRAY_RESULT_PROPERTIES:
+            return ArrayVal(node)  # `x.T`, `x.real` of an Array
         value = self._attribute_value(base, attr)
         if value is None and attr in api.INHERITED_WRAPPERS and \
                 type(node.value) is cst.Name and node.value.value in ("self", "cls") and \
@@ -120,11 +142,20 @@ class ExpressionsMixin:
         base = self._eval(node.value, state)
         self._eval_slices(node, state)
         if isinstance(base, RefVal):
-            if _is_pallas_param(base) and isinstance(_const_index(node), int):
+            if _is_pallas_param(base) and (isinstance(_const_index(node), int) or (
+                    type(node.value) is cst.Name and node.value.value.endswith("refs") and
+                    len(node.slice) == 1 and
+                    type(node.slice[0].slice) is cst.Index and
+                    type(node.slice[0].slice.value) is cst.Name)):
                 # `in_refs[0]`: a row of a ref, or a ref of a pytree of refs (a kernel
-                # parameter may be either): unknown, unless it is unpacked.
+                # parameter may be either): unknown, unless it is unpacked. So is
+                # `page_refs[group]` of a parameter named as a sequence of refs.
                 return SpecialVal("pallas_item", base, node)
             self._record_access("read", node, node.value, base, None, state)
+            if (base.origin == "pallas" or base.maybe_tree) and _single_variable_index(node):
+                # `refs[group]` of a kernel's pytree argument (or an item of one): a row of
+                # a ref, or one of a tuple of refs; unknown (`refs[group][i] = v`).
+                return None
             return ArrayVal(node)
         if isinstance(base, RefSeqVal):
             return _seq_item(base, node)
@@ -139,6 +170,8 @@ class ExpressionsMixin:
             return item
         if isinstance(base, SpecialVal) and base.kind == "ref_at":
             return as_view(base.target, ".at[...]")
+        if isinstance(base, ObjVal) and base.seq:  # a NamedTuple: a tuple of its fields
+            base = base.as_seq()
         if isinstance(base, (SeqVal, DictVal)):
             key = _const_index(node)
             if key is not None:
@@ -185,6 +218,16 @@ class ExpressionsMixin:
         lv = self._eval(node.left, state)
         rv = self._eval(node.right, state)
         op = op_text(node.operator)
+        if op in ("+", "*") and (
+                isinstance(lv, SeqVal) or isinstance(rv, SeqVal) or
+                (op == "+" and (type(node.left) in (cst.Tuple, cst.List) or
+                                type(node.right) in (cst.Tuple, cst.List)))):
+            # Concatenating or repeating tuples (`(buf,) + scratches`, where `scratches` is a
+            # kernel parameter that is a pytree of refs): a container, never math on a ref.
+            if op == "+" and isinstance(lv, SeqVal) and isinstance(rv, SeqVal) and \
+                    lv.kind == rv.kind:
+                return SeqVal(lv.items + rv.items, lv.kind)
+            return None
         if isinstance(lv, RefVal):
             self._ref_use("binop", node.left, lv, node, op)
         if isinstance(rv, RefVal):
@@ -317,10 +360,19 @@ class ExpressionsMixin:
         return cls.attrs if attr in cls.attrs else self._new_attrs.get(id(cls), {})
 
     def _attribute_value(self, base, attr: str) -> Optional[Value]:
+        if isinstance(base, ObjVal):
+            return self._obj_attribute(base, attr)
+        if isinstance(base, DictVal):
+            return self._dict_view(base, attr)
+        if isinstance(base, SpecialVal) and base.kind == "super":
+            return self._super_attribute(base, attr)
         if isinstance(base, InstanceVal):
             cls = base.cls
             m = cls.method(attr)
             if m is not None:
+                if "property" in m.info.decorator_kinds:
+                    value = m.info.return_value
+                    return value if isinstance(value, (RefVal, ObjVal)) else None
                 if "staticmethod" in m.info.decorator_kinds:
                     return m  # `self.step` of a staticmethod: no receiver is bound
                 return FuncVal(m.info, m.transforms, m.bound_args, m.bound_kwargs, base,

@@ -103,6 +103,10 @@ class ClassInfo:
     # subclass) or "module" (Module, Pytree); "" for any other class.
     nnx: str = ""
     bases: list = field(default_factory=list)  # ClassInfo of the bases defined in the module
+    # How its instances are built (api.Api.record): "dataclass" / "namedtuple" (from the
+    # fields, by position or keyword), "pytree" or "" (by its __init__). See objects.py.
+    record: str = ""
+    fields: list = field(default_factory=list)  # [(name, default expression or None)]
 
     def method(self, name: str, _depth: int = 0):
         """The method ``name`` of the class or, when it has none, of its bases (in order)."""

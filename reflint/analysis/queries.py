@@ -89,6 +89,13 @@ class QueriesMixin:
         before the scratch buffers its keywords list. None when unknown."""
         return self.cached(("kernel outputs", id(info)), lambda: self._kernel_outputs(info))
 
+    def kernel_ref_params(self, info: FunctionInfo) -> tuple:
+        """The positional parameters of a Pallas kernel that receive refs, in order (not those
+        bound by functools.partial, nor configuration: see _mark_kernel)."""
+        bound = self._pallas_kernels.get(id(info), set())
+        return tuple(p.name for p in info.params
+                     if p.kind in ("pos", "posonly") and p.name not in bound)
+
     def _kernel_outputs(self, info: FunctionInfo) -> Optional[tuple]:
         entries = [e for e in self.kernel_entries if e.func is info]
         if not entries or not all(e.callee.outputs_after_operands for e in entries):

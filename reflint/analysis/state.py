@@ -164,6 +164,10 @@ class _Dependence:
             return None, None
         if key[0] == "slice" and len(key) == 2:
             return self._status_key(key[1], scope)
+        if key[0] in ("attr", "leaves") and len(key) >= 2:
+            # A Variable of an NNX module (`self.mean`), the leaves of a tree: the object's.
+            status, _ = self._status_key(key[1], scope)
+            return (status, key) if status is not None else (None, None)
         if key[0] == "merged" and len(key) == 3:
             s1, _ = self._status_key(key[1], scope)
             s2, _ = self._status_key(key[2], scope)

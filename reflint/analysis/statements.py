@@ -15,6 +15,7 @@ from ..values import (
     FuncVal,
     InstanceVal,
     NamespaceVal,
+    ObjVal,
     OneOf,
     RefSeqVal,
     RefVal,
@@ -55,6 +56,7 @@ from .state import (
 )
 from .syntax import (
     _as_name,
+    _binds_name,
     _body,
     _in_own_scope,
     op_text,
@@ -194,7 +196,7 @@ class StatementsMixin:
         state.take(merged)
 
     def _exec_if(self, stmt: cst.If, state: _State) -> None:
-        self._eval(stmt.test, state)
+        test = self._eval(stmt.test, state)
         then = state.copy()
         self._exec_block(_body(stmt.body), then)
         other = state.copy()
@@ -203,6 +205,17 @@ class StatementsMixin:
         elif isinstance(stmt.orelse, cst.Else):
             self._exec_block(_body(stmt.orelse.body), other)
         merged = _State.merge(then, other)
+        if isinstance(test, QN) and test.qualname == api.TYPE_CHECKING and \
+                not then.dead and not other.dead:
+            # `if TYPE_CHECKING: plgpu = _plgpu else: plgpu = <a copy of the module>`: the
+            # code tells the type checker what the name is; where the runtime branch gives
+            # nothing the analysis knows, the name is what the checked branch says.
+            for k, v in then.env.items():
+                if v is not None and other.env.get(k) is None and merged.env.get(k) is None:
+                    merged.env[k] = v
+                    summary = self._func.summary if self._current_class is None else None
+                    if summary is not None and summary.get(k) is None:
+                        summary[k] = v
         state.take(merged)
 
     def _exec_small(self, stmt, state: _State) -> None:
@@ -304,6 +317,10 @@ class StatementsMixin:
             self._eval_slices(target, state)
             if isinstance(base, RefVal):
                 self._record_access("augitem", stmt, target.value, base, stmt.value, state)
+                value = self._values.get(id(stmt.value))
+                if isinstance(value, RefVal):
+                    # `o_ref[...] += x_ref`: math on the unread ref.
+                    self._ref_use("binop", stmt.value, value, stmt, op_text(stmt.operator))
             else:
                 self._sink.add(ItemWrite(stmt, base, stmt.value, self._func, target))
         elif isinstance(target, cst.Name):
@@ -355,6 +372,10 @@ class StatementsMixin:
             info.def_env = {k: env[k] for k in rebound if k in env}
         if cls is not None and isinstance(value, FuncVal) and value.info is info:
             cls.methods[node.name.value] = value
+        elif cls is not None and kinds == ["property"]:
+            # `@property def flags(self)`: read as an attribute, it is what the method
+            # returns (objects.py); the name itself is bound to nothing.
+            cls.methods[node.name.value] = FuncVal(info)
         self._bind_name(node.name.value, value, state)
 
     _current_class: Optional[ClassInfo] = None
@@ -428,6 +449,9 @@ class StatementsMixin:
             self.classes[id(node)] = cls
         for b in node.bases:
             bv = self._values.get(id(b.value))
+            if bv is None and type(b.value) is cst.Subscript:
+                # `class Count(nnx.Variable[nnx.A])`: a generic base.
+                bv = self._values.get(id(b.value.value))
             if isinstance(bv, QN):
                 a = api.lookup(bv.qualname)
                 if a is not None and a.result is api.Result.NNX_OBJECT:
@@ -435,6 +459,7 @@ class StatementsMixin:
             elif isinstance(bv, ClassVal):
                 cls.nnx = cls.nnx or bv.cls.nnx
         cls.bases = [b.cls for b in bases if isinstance(b, ClassVal) and b.cls is not cls]
+        self._class_record(cls, node)
         saved = (self._current_class, self._class_parent)
         self._current_class, self._class_parent = cls, self._func
         class_state = _State(dict(state.env), dict(state.frozen))
@@ -537,6 +562,8 @@ class StatementsMixin:
             self._bind_name(target.value, value, state)
         elif t in (cst.Tuple, cst.List):
             elements = target.elements
+            if isinstance(value, ObjVal) and value.seq:  # `mu, nu = opt_state`
+                value = value.as_seq()
             starred = any(isinstance(e, cst.StarredElement) for e in elements)
             items = value.items if isinstance(value, SeqVal) and not starred and \
                 len(value.items) == len(elements) else None
@@ -562,6 +589,11 @@ class StatementsMixin:
             self._eval_slices(target, state)
             if isinstance(base, RefVal):
                 self._record_access("setitem", stmt, target.value, base, value_expr, state)
+                if isinstance(value, RefVal) and value_expr is not None and \
+                        not isinstance(stmt, cst.For):
+                    # `o_ref[...] = x_ref`: JAX rejects a Ref stored into a Ref.
+                    self._ref_use("stored", value_expr, value, stmt,
+                                  "")
             else:
                 self._sink.add(ItemWrite(stmt, base, value_expr, self._func, target))
         elif t is cst.Attribute:
@@ -570,6 +602,8 @@ class StatementsMixin:
             if isinstance(base, NamespaceVal):
                 d = base.attrs
                 d[attr] = join(d[attr], value) if attr in d else value
+            if isinstance(base, ObjVal):
+                self._obj_set_attribute(base, attr, value)
             if isinstance(base, InstanceVal):
                 d = self._new_attrs.setdefault(id(base.cls), {})
                 if isinstance(value, RefVal) and not value.name:
@@ -602,6 +636,9 @@ class StatementsMixin:
         if info.is_module:
             if name in info.summary:
                 return info.summary[name]
+            late = self._late_imports().get(name)
+            if late is not None:
+                return late
         while scope is not None:
             if name in scope.summary:
                 value = scope.summary[name]
@@ -618,6 +655,46 @@ class StatementsMixin:
         if name in _BUILTIN_NAMES and not self.has_star_import:
             return QN(f"builtins.{name}")
         return None
+
+    def _late_imports(self) -> dict:
+        """Names the module binds once, by an import at top level, read by module code before
+        that import (a notebook or doc page whose `import functools` comes in a later cell):
+        name -> QN."""
+        def build() -> dict:
+            body = list(getattr(self.module, "body", ()))
+            found: dict = {}
+            for st in body:
+                if type(st) is not cst.SimpleStatementLine:
+                    continue
+                for small in st.body:
+                    if type(small) is cst.Import:
+                        for alias in small.names:
+                            full = dotted_name(alias.name)
+                            if full is None:
+                                continue
+                            if alias.asname is not None:
+                                found.setdefault(_as_name(alias.asname), []).append(QN(full))
+                            else:
+                                top = full.split(".")[0]
+                                found.setdefault(top, []).append(QN(top))
+                    elif type(small) is cst.ImportFrom and not small.relative and \
+                            small.module is not None and \
+                            not isinstance(small.names, cst.ImportStar):
+                        module = dotted_name(small.module)
+                        for alias in small.names:
+                            name = dotted_name(alias.name)
+                            local = _as_name(alias.asname) if alias.asname is not None else name
+                            if local and module:
+                                found.setdefault(local, []).append(QN(f"{module}.{name}"))
+            others = [st for st in body if not (
+                type(st) is cst.SimpleStatementLine and
+                any(type(x) in (cst.Import, cst.ImportFrom) for x in st.body))]
+            defined = {st.name.value for st in body
+                       if type(st) in (cst.FunctionDef, cst.ClassDef)}
+            return {name: qns[0] for name, qns in found.items()
+                    if len(qns) == 1 and name not in defined and
+                    not any(_binds_name(st, name) for st in others)}
+        return self.cached("late imports", build)
 
     def _call_time_value(self, name: str, info: FunctionInfo, scope: FunctionInfo, value):
         """A free name that ``scope`` binds several times (a notebook's cells, a test that

@@ -191,9 +191,10 @@ def _is_docstring(stmt) -> bool:
 
 
 def _is_pallas_param(ref: RefVal) -> bool:
-    """A parameter of a Pallas kernel itself (not an element of one): a Ref or a pytree of
-    refs, the analysis cannot tell."""
-    return ref.origin == "pallas" and len(ref.key) == 3 and ref.key[0] == "param"
+    """A parameter of a Pallas kernel itself (not an element of one), also handed on to a
+    helper: a Ref or a pytree of refs, the analysis cannot tell."""
+    return ref.maybe_tree or (ref.origin == "pallas" and len(ref.key) == 3 and
+                              ref.key[0] == "param")
 
 
 def _slice_of(value: Optional[Value]) -> Optional[Value]:

@@ -30,6 +30,8 @@ from reflint.runtime._checks import (
 from reflint.runtime._main import main
 from reflint.runtime.errors import (
     ERROR_CLASSES,
+    AccumulatedWithoutInit,
+    InputRefWritten,
     ArrayItemAssignment,
     CustomVjpFwdForeignRef,
     DifferentiatedValueWrittenToRef,
@@ -93,5 +95,5 @@ __all__ = [
     "CustomVjpFwdForeignRef", "TracedStateLeak", "ArrayItemAssignment", "RedundantDonation",
     "UnavailableJaxApi", "GradWithRespectToRef", "VjpOfRefWithoutWithRefs",
     "KernelReturnsValue", "OutputRefRebound", "RefViewPassedToTransform",
-    "RefWrittenInWhileCondAndBody",
+    "RefWrittenInWhileCondAndBody", "AccumulatedWithoutInit", "InputRefWritten",
 ]

@@ -26,6 +26,8 @@ from reflint import api as static_api
 from reflint.runtime import _api
 from reflint.runtime.errors import (
     REF016_ADVICE,
+    AccumulatedWithoutInit,
+    InputRefWritten,
     FreezeOutsideCreationScope,
     GradWithRespectToRef,
     MappedWriteToClosedOverRef,
@@ -782,12 +784,29 @@ def _checked_kernel_trace(orig: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(orig)
     def trace(fun: Any, debug_info: Any, grid_mapping: Any, *args: Any, **kwargs: Any) -> Any:
         out = orig(fun, debug_info, grid_mapping, *args, **kwargs)
+        caller = sys._getframe(1)
         try:
-            unwritten = _unwritten_outputs(out[0], grid_mapping, sys._getframe(1))
+            unwritten = _unwritten_outputs(out[0], grid_mapping, caller)
+            written_inputs = _written_inputs(out[0], grid_mapping, caller)
+            read_first = _outputs_read_first(out[0], grid_mapping, caller)
         except Exception:  # noqa: BLE001 - JAX internals changed: no check
-            unwritten = []
+            unwritten, written_inputs, read_first = [], [], []
+        where = getattr(debug_info, "func_src_info", None) or _fname(fun)
+        n_out = getattr(grid_mapping, "num_outputs", 0)
+        if written_inputs and n_out and len(unwritten) == n_out:
+            raise InputRefWritten(
+                f"input {written_inputs[0]} of the Pallas kernel {where} is written, but no "
+                f"output is: the input is not aliased to an output (input_output_aliases), so "
+                f"the write is dropped, and the outputs hold whatever their buffers held. "
+                f"Write the output ref instead, or alias the input.")
+        if read_first:
+            raise AccumulatedWithoutInit(
+                f"{read_first[0]} of the Pallas kernel {where} is read (`o_ref[...] += ...`?) "
+                f"before anything writes it: an output block or scratch buffer starts "
+                f"uninitialised, so "
+                f"the result is garbage. Initialise it first, e.g. under "
+                f"@pl.when(pl.program_id(axis) == 0).")
         if unwritten:
-            where = getattr(debug_info, "func_src_info", None) or _fname(fun)
             raise OutputRefRebound(
                 f"output {unwritten[0]} of the Pallas kernel {where} is never written: no "
                 f"operation of the kernel uses that output ref, so the result is whatever the "
@@ -808,6 +827,46 @@ def _unwritten_outputs(jaxpr: Any, grid_mapping: Any, caller: Any) -> list:
     outs = jaxpr.invars[first:first + grid_mapping.num_outputs]
     used = {id(v) for eqn in jaxpr.eqns for v in eqn.invars}
     return [k for k, v in enumerate(outs) if k not in aliased and id(v) not in used]
+
+
+def _written_inputs(jaxpr: Any, grid_mapping: Any, caller: Any) -> list:
+    """Indices of the kernel's inputs (not aliased to an output) that a top-level equation of
+    its jaxpr writes (``swap`` / ``addupdate``)."""
+    aliases = caller.f_locals.get("input_output_aliases")
+    if aliases is None:
+        return []
+    aliased = set(dict(aliases))
+    first = grid_mapping.num_index_operands
+    ins = jaxpr.invars[first:first + grid_mapping.num_inputs]
+    written = {id(eqn.invars[0]) for eqn in jaxpr.eqns
+               if eqn.primitive.name in ("swap", "addupdate") and eqn.invars}
+    return [k for k, v in enumerate(ins) if k + first not in aliased and id(v) in written]
+
+
+def _outputs_read_first(jaxpr: Any, grid_mapping: Any, caller: Any) -> list:
+    """The kernel's outputs (not aliased to an input) and scratch buffers whose first use in
+    the jaxpr's top-level equations is a read (``get``, or ``addupdate``, which reads): the output
+    block is read before anything could write it. A first use by any other equation (a
+    ``cond`` from ``pl.when``, a loop, a DMA) ends the search for that output."""
+    aliases = caller.f_locals.get("input_output_aliases")
+    if aliases is None:
+        return []
+    aliased = set(dict(aliases).values())
+    first = grid_mapping.num_index_operands + grid_mapping.num_inputs
+    n_out = grid_mapping.num_outputs
+    n_scratch = getattr(grid_mapping, "num_scratch_operands", 0) or 0
+    refs = jaxpr.invars[first:first + n_out + n_scratch]
+    found = []
+    for k, v in enumerate(refs):
+        if k < n_out and k in aliased:
+            continue
+        for eqn in jaxpr.eqns:
+            if not any(x is v for x in eqn.invars):
+                continue
+            if eqn.primitive.name in ("get", "addupdate") and eqn.invars[0] is v:
+                found.append(f"output {k}" if k < n_out else f"scratch buffer {k - n_out}")
+            break
+    return found
 
 
 def _public_spellings(pred: Callable[[Any], bool]) -> Iterator[tuple[Any, str, Any]]:

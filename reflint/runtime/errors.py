@@ -34,6 +34,8 @@ __all__ = [
     "OutputRefRebound",
     "RefViewPassedToTransform",
     "RefWrittenInWhileCondAndBody",
+    "AccumulatedWithoutInit",
+    "InputRefWritten",
     "ERROR_CLASSES",
     "translate",
 ]
@@ -109,6 +111,13 @@ RefWrittenInWhileCondAndBody = _make(
     "REF021", "RefWrittenInWhileCondAndBody",
     "A while_loop's condition and body share a ref (both write it, or eagerly: both use it).")
 
+AccumulatedWithoutInit = _make(
+    "REF028", "AccumulatedWithoutInit",
+    "A Pallas kernel reads (accumulates into) an output ref before anything writes it.")
+InputRefWritten = _make(
+    "REF029", "InputRefWritten",
+    "A Pallas kernel writes an input ref (not aliased to an output) and never its outputs.")
+
 ERROR_CLASSES: dict[str, type[RefError]] = {
     c.code: c for c in (
         RefReturned, RefPassedTwice, RefClosedOverAndPassed, FreezeOutsideCreationScope,
@@ -116,7 +125,8 @@ ERROR_CLASSES: dict[str, type[RefError]] = {
         DifferentiatedValueWrittenToRef, RefOfRef, UseAfterFreeze, CustomVjpFwdForeignRef,
         TracedStateLeak, ArrayItemAssignment, RedundantDonation, UnavailableJaxApi,
         GradWithRespectToRef, VjpOfRefWithoutWithRefs, KernelReturnsValue, OutputRefRebound,
-        RefViewPassedToTransform, RefWrittenInWhileCondAndBody)
+        RefViewPassedToTransform, RefWrittenInWhileCondAndBody, AccumulatedWithoutInit,
+        InputRefWritten)
 }
 
 #: The way out of REF016, shared by the translated JAX errors and reflint's own check.
@@ -162,7 +172,8 @@ _RULES: list[tuple[str, re.Pattern[str], str]] = [
      "Pass the ref itself (not a view such as x_ref.at[...]) and index it inside the "
      "function."),
     ("REF002", re.compile(r"only one reference to a mutable array may be passed"
-                          r"|Attempt to donate the same buffer twice"),
+                          r"|Attempt to donate the same buffer twice"
+                          r"|Cannot pass the same ref into a mpmd map multiple times"),
      "Pass each ref at most once per call; pass two distinct refs, or pass it once and use it "
      "twice inside."),
     ("REF003", re.compile(r"was both closed over and passed"),

@@ -1,0 +1,180 @@
+"""What REF028 and REF029 ask about a `pallas_call` kernel: which parameters receive the
+inputs, the outputs and the scratch buffers (counted on every launch, and checked against the
+number of parameters), which inputs are aliased to outputs, and how each ref parameter is used
+in the kernel's body (nested functions included)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from reflint import api
+from reflint._lazy import lazy
+from reflint.values import ArrayVal
+
+from ._common import parents_of
+
+cst = lazy("libcst")
+_analysis = lazy("reflint.analysis")
+_alternatives = lazy("reflint.analysis.alternatives")
+
+# Attributes of a ref that only look at its shape and type.
+_METADATA = frozenset({"shape", "dtype", "ndim", "size"})
+
+
+@dataclass(frozen=True)
+class KernelIO:
+    inputs: tuple  # parameter names, in operand order
+    outputs: tuple
+    scratch: tuple
+    aliased_inputs: frozenset  # indices of inputs aliased to an output (input_output_aliases)
+    aliased_outputs: frozenset
+
+
+def kernel_io(analysis, info) -> Optional[KernelIO]:
+    """The kernel's inputs, outputs and scratch parameters, when every launch of it says the
+    same and the counts add up to its parameters; None when anything is unknown."""
+    return analysis.cached(("kernel io", id(info)), lambda: _kernel_io(analysis, info))
+
+
+def _kernel_io(analysis, info) -> Optional[KernelIO]:
+    entries = [e for e in analysis.kernel_entries if e.func is info]
+    if not entries or not all(e.api_name == api.PALLAS_CALL for e in entries):
+        return None
+    if info.is_lambda or any(p.kind in ("vararg", "kwarg") for p in info.params):
+        return None
+    params = list(analysis.kernel_ref_params(info))
+    found = None
+    for launch in analysis.kernel_launches:
+        if info not in launch.targets:
+            continue
+        if launch.operands is None or launch.api_name != api.PALLAS_CALL:
+            return None
+        n_out = _count_outputs(analysis, launch.kwargs.get("out_shape"))
+        scratch = 0
+        for kw in entries[0].callee.scratch:
+            n = _alternatives._count_scratch(launch.kwargs.get(kw), kw)
+            if n is None:
+                return None
+            scratch += n
+        if n_out is None or launch.operands + n_out + scratch != len(params):
+            return None
+        aliases = _aliases(launch.kwargs.get("input_output_aliases"))
+        if aliases is None:
+            return None
+        n_in = launch.operands
+        io = KernelIO(tuple(params[:n_in]), tuple(params[n_in:n_in + n_out]),
+                      tuple(params[n_in + n_out:]), frozenset(aliases),
+                      frozenset(aliases.values()))
+        if found is not None and io != found:
+            return None
+        found = io
+    return found
+
+
+def _count_outputs(analysis, expr) -> Optional[int]:
+    """How many output refs ``out_shape`` gives: a tuple/list literal of structs, one
+    ``ShapeDtypeStruct(...)``, or one Array; None when unknown (a pytree, a name)."""
+    if expr is None:
+        return None
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        if any(isinstance(e, cst.StarredElement) or _count_outputs(analysis, e.value) != 1
+               for e in expr.elements):
+            return None
+        return len(expr.elements)
+    if isinstance(expr, cst.Call):
+        f = expr.func
+        name = f.attr.value if isinstance(f, cst.Attribute) else \
+            f.value if isinstance(f, cst.Name) else ""
+        return 1 if name == "ShapeDtypeStruct" else None
+    if isinstance(analysis.value_of(expr), ArrayVal):
+        return 1
+    if isinstance(expr, cst.Name):
+        # `S = jax.ShapeDtypeStruct(...)` bound once in the module: one output.
+        values = [a.value for a in _assignments(analysis).get(expr.value, ())]
+        if len(values) == 1 and not isinstance(values[0], cst.Name):
+            return _count_outputs(analysis, values[0])
+    return None
+
+
+def _assignments(analysis) -> dict:
+    """name -> the `name = value` statements of the module (any scope)."""
+    def build() -> dict:
+        out: dict = {}
+        for node in _analysis.walk_nodes([analysis.module]):
+            if type(node) is cst.Assign:
+                for t in node.targets:
+                    if type(t.target) is cst.Name:
+                        out.setdefault(t.target.value, []).append(node)
+            elif type(node) in (cst.AugAssign, cst.AnnAssign) and \
+                    type(node.target) is cst.Name:
+                out.setdefault(node.target.value, []).append(node)
+        return out
+    return analysis.cached("module assignments", build)
+
+
+def _aliases(expr) -> Optional[dict]:
+    """``input_output_aliases={0: 0}`` as a dict; {} when absent; None when not a literal."""
+    if expr is None:
+        return {}
+    if not isinstance(expr, cst.Dict):
+        return None
+    out = {}
+    for e in expr.elements:
+        if not isinstance(e, cst.DictElement) or not isinstance(e.key, cst.Integer) or \
+                not isinstance(e.value, cst.Integer):
+            return None
+        out[int(e.key.value)] = int(e.value.value)
+    return out
+
+
+def name_uses(analysis, info, name: str) -> list:
+    """(kind, node) for every use of the kernel parameter ``name`` in the kernel's body,
+    nested functions included (unless they have their own ``name``). Kinds: "meta"
+    (``.shape``, ``.dtype``...), "store" (``name[i] = v``: node is the statement), "augstore"
+    (``name[i] += v``), "read" (``name[i]``), "other" (anything else: passed to a function, a
+    view, rebound, declared nonlocal...)."""
+    parents = parents_of(analysis)
+    out = []
+    body = info.node.body
+
+    def into(node) -> bool:
+        t = type(node)
+        if t is cst.ClassDef:
+            return False
+        if t in (cst.FunctionDef, cst.Lambda):
+            params = node.params
+            names = [p.name.value for p in (*params.posonly_params, *params.params,
+                                            *params.kwonly_params)]
+            names += [p.name.value for p in (params.star_arg, params.star_kwarg)
+                      if isinstance(p, cst.Param)]
+            return name not in names
+        return True
+
+    for node in _analysis.walk_nodes([body], into=into):
+        if type(node) is not cst.Name or node.value != name:
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue
+        if isinstance(parent, cst.Arg) and parent.keyword is node:
+            continue
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Param)):
+            continue  # a nested def named like it: handled as other below if rebound
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            out.append(("meta" if parent.attr.value in _METADATA else "other", parent))
+            continue
+        if isinstance(parent, cst.Subscript) and parent.value is node:
+            grand = parents.get(id(parent))
+            if isinstance(grand, cst.AssignTarget):
+                out.append(("store", parents.get(id(grand))))
+            elif isinstance(grand, cst.AugAssign) and grand.target is parent:
+                out.append(("augstore", grand))
+            elif isinstance(grand, (cst.Del, cst.For, cst.CompFor, cst.WithItem,
+                                    cst.AnnAssign)):
+                out.append(("other", parent))
+            else:
+                out.append(("read", parent))
+            continue
+        out.append(("other", node))
+    return out

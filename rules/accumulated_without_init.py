@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+from reflint._lazy import lazy
+from reflint.rule import Finding, Rule
+
+from ._common import REF_EVIDENCE
+from ._kernel_refs import kernel_io, name_uses
+
+cst = lazy("libcst")
+
+
+class AccumulatedWithoutInit(Rule):
+    """A Pallas kernel accumulates into an output or scratch ref it never initialises.
+
+    ## What it does
+    Reports `o_ref[...] += v` (any augmented operator) in a `pl.pallas_call` kernel when
+    `o_ref` is an output or scratch ref of the kernel and the kernel never writes it otherwise:
+    no `o_ref[...] = ...` anywhere in the kernel (a `@pl.when(pl.program_id(k) == 0)` body
+    included), the ref is not handed to anything (a DMA, a helper), and the output is not
+    aliased to an input (`input_output_aliases`).
+
+    ## Why is this bad?
+    An output block (and a scratch buffer) starts uninitialised: Pallas does not copy the
+    output array in before the kernel runs. `o_ref[...] += v` reads that block first. On a grid
+    whose output index map ignores the reduction axis the block is revisited and the sum is
+    meant to start from zero on the first visit; without the initialisation it starts from
+    whatever the buffer held. JAX says nothing: the result is garbage on device and NaN under
+    `interpret=True` (measured on JAX 0.10.2, CPU).
+
+    ## Example
+    ```python
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def row_sum(x_ref, o_ref):
+        o_ref[...] += x_ref[...]
+
+    x = jnp.ones((4, 8, 128), jnp.float32)
+    out = pl.pallas_call(
+        row_sum, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32), grid=(4,),
+        in_specs=[pl.BlockSpec((None, 8, 128), lambda k: (k, 0, 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda k: (0, 0)), interpret=True)(x)
+    ```
+
+    ## Use instead
+    ```python
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def row_sum(x_ref, o_ref):
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += x_ref[...]
+
+    x = jnp.ones((4, 8, 128), jnp.float32)
+    out = pl.pallas_call(
+        row_sum, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32), grid=(4,),
+        in_specs=[pl.BlockSpec((None, 8, 128), lambda k: (k, 0, 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda k: (0, 0)), interpret=True)(x)
+    ```
+
+    ## Fix safety
+    No fix: where the initialisation goes (which grid axis, which value) is the author's call.
+
+    ## Known limits
+    Only `pl.pallas_call` kernels whose every launch the analysis sees are checked: positional
+    operands, an `out_shape` it can count (a `ShapeDtypeStruct`, an Array or a literal tuple of
+    them), a countable `scratch_shapes`, a literal `input_output_aliases`, and as many ref
+    parameters as operands, outputs and scratch buffers together. Any other write of the ref,
+    however conditional, counts as an initialisation (the rule does not check that the
+    condition selects the first visit), and so does handing the ref to any function.
+
+    ## JAX versions
+    Every version: JAX accepts the kernel silently (0.10.2 and 0.12.0.1 under
+    `interpret=True` on CPU: all NaN; on device the buffer's previous contents).
+
+    ## Runtime message
+    None: JAX is silent. `reflint run` checks the kernel's traced program: an output (not
+    aliased) or scratch buffer whose first operation is a read, with no earlier write, fails
+    with `REF028 accumulated-without-init: output 0 of the Pallas kernel ... is read ...
+    before anything writes it`.
+    """
+
+    code = "REF028"
+    name = "accumulated-without-init"
+    triggers = REF_EVIDENCE
+
+    def check(self, analysis):
+        seen = set()
+        for entry in analysis.kernel_entries:
+            info = entry.func
+            if id(info) in seen:
+                continue
+            seen.add(id(info))
+            io = kernel_io(analysis, info)
+            if io is None:
+                continue
+            for k, name in enumerate(io.outputs + io.scratch):
+                is_output = k < len(io.outputs)
+                if is_output and k in io.aliased_outputs:
+                    continue
+                uses = name_uses(analysis, info, name)
+                if not any(kind == "augstore" for kind, _ in uses) or \
+                        any(kind in ("store", "other") for kind, _ in uses):
+                    continue
+                stmt = next(node for kind, node in uses if kind == "augstore")
+                what = "output" if is_output else "scratch"
+                yield Finding(
+                    stmt.target,
+                    f"{name} is {'an' if is_output else 'a'} {what} ref of the Pallas kernel "
+                    f"{info.name} updated with `{_op(stmt)}` but never initialised: its "
+                    f"buffer starts uninitialised, so the result is garbage (NaN under "
+                    f"interpret=True); write it first, e.g. under "
+                    f"@pl.when(pl.program_id(axis) == 0)")
+                break
+
+
+def _op(stmt) -> str:
+    from reflint.analysis import op_text
+
+    return op_text(stmt.operator)
