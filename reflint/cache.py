@@ -98,7 +98,9 @@ class Cache:
 
     # -- keys ------------------------------------------------------------------------------
 
-    def key(self, path: str, data: bytes, settings) -> str:
+    def key(self, path: str, data: bytes, settings, project: str = "") -> str:
+        """``project``: the digest of the facts the file reads from other modules
+        (reflint.project), "" for none."""
         h = hashlib.sha256()
         h.update(fingerprint().encode())
         h.update(b"\0")
@@ -107,6 +109,8 @@ class Cache:
         h.update(path.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
         h.update(data)
+        if project:
+            h.update(b"\0project\0" + project.encode())
         return h.hexdigest()
 
     def _entry(self, key: str) -> str:

@@ -262,9 +262,13 @@ PARALLEL_MIN_CHARS = 64_000
 _WORKER_SETTINGS: Optional[Settings] = None
 
 
-def _init_worker(settings: Settings) -> None:
+def _init_worker(settings: Settings, project=None) -> None:
     global _WORKER_SETTINGS
     _WORKER_SETTINGS = settings
+    if project is not None:  # a spawned worker does not inherit the parent's
+        from . import project as _project
+
+        _project.activate(project)
 
 
 def _lint_task(task) -> tuple:
@@ -293,7 +297,7 @@ def _lint_task(task) -> tuple:
             return index, lint_bytes(data, path, settings).diagnostics, True, "skipped"
         if is_skipped_file(source):
             return index, [], True, "skipped"
-        if not is_candidate(source, settings):
+        if not is_candidate(source, settings) and not _project_forces(path):
             res = lint_non_candidate(source, path, settings.for_path(path))
             return index, res.diagnostics, True, "skipped"
         res = lint_source(source, path, settings, regex_done=True)
@@ -304,6 +308,17 @@ def _lint_task(task) -> tuple:
         if gc_enabled:
             gc.enable()
             gc.collect(0)
+
+
+def _project_forces(path: str) -> bool:
+    """The active project gives this file facts its own text does not announce."""
+    m = sys.modules.get("reflint.project")
+    return m is not None and m.active() is not None and m.must_analyse(path)
+
+
+def _project_digest(path: str) -> str:
+    m = sys.modules.get("reflint.project")
+    return m.cache_digest(path) if m is not None and m.active() is not None else ""
 
 
 def _lint_batch(batch: list) -> list:
@@ -396,7 +411,7 @@ def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
 
     pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(batches))),
                                mp_context=_pool_context(), initializer=_init_worker,
-                               initargs=(settings,))
+                               initargs=(settings, _active_project()))
     try:
         futures = [pool.submit(_lint_batch, b) for b in batches]
         for fut in as_completed(futures):
@@ -405,6 +420,11 @@ def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
                 yield res
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _active_project():
+    m = sys.modules.get("reflint.project")
+    return m.active() if m is not None else None
 
 
 def _worker_died(path: str):
@@ -438,7 +458,9 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
             continue
         data_of[i] = data
         if cache is not None:
-            key = cache.key(path, data, settings)
+            # The facts read from other modules are part of the key: a changed module
+            # re-checks the modules that read it.
+            key = cache.key(path, data, settings, _project_digest(path))
             diags = cache.get(key, path)
             if diags is not None:
                 results[i] = FileResult(path, diags)
@@ -627,6 +649,8 @@ def cmd_check(args) -> int:
         return _cmd_check(args)
     except ConfigError as e:
         raise UsageError(str(e)) from None
+    finally:
+        _end_project()
 
 
 WATCH_INTERVAL_S = 0.5
@@ -713,6 +737,7 @@ def _cmd_check(args) -> int:
     jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    _start_project(args, [f for f, _ in pairs], jobs)
     results = _check_grouped(pairs, jobs, cache=_cache_from(args))
     results += [FileResult(p, [not_checked(p, why)]) for p, _, why in problems]
     roots = checked_roots(paths)
@@ -768,6 +793,70 @@ def _cmd_check(args) -> int:
         for n in fix_notes:
             print(n, file=sys.stderr)
     return _exit_code(args, all_diags)
+
+
+def _start_project(args, files: list, jobs: int, read=None) -> None:
+    """The summary phase (reflint.project): every checked module's summary, then the facts
+    each module reads from the others. ``--no-project``: every file alone."""
+    if getattr(args, "no_project", False) or not files:
+        return
+    from . import project as _project
+
+    import time
+
+    start = time.process_time()
+    try:
+        _project.activate(_project.Project.build(files, read=read, jobs=jobs))
+    except Exception:  # noqa: BLE001 - without the project, every file is still checked
+        _project.activate(None)
+    if os.environ.get("REFLINT_STATS") and _project.active() is not None:
+        p = _project.active()
+        print(f"reflint: summary phase: {len(files)} modules, {len(p.wrappers)} wrappers, "
+              f"{len(p.launches)} functions launched elsewhere, "
+              f"{time.process_time() - start:.2f} s CPU in this process", file=sys.stderr)
+
+
+def _end_project() -> None:
+    m = sys.modules.get("reflint.project")
+    if m is not None:
+        m.activate(None)
+
+
+def _stdin_project(args, name: str, data: bytes) -> None:
+    """``--stdin-filename``: the text read from stdin takes that file's place in its
+    package (the package's modules are summarized from disk)."""
+    from .summary import module_name
+
+    path = os.path.abspath(name)
+    root, module = module_name(path)
+    top = os.path.join(root, module.split(".")[0]) if "." in module or \
+        os.path.basename(path) == "__init__.py" else None
+    files = []
+    if top and os.path.isdir(top):
+        for d, dirs, names in os.walk(top):
+            dirs[:] = [x for x in dirs if not x.startswith(".") and x != "__pycache__"]
+            files += [os.path.join(d, n) for n in names if n.endswith(".py")]
+    else:
+        folder = os.path.dirname(path)
+        try:
+            files = [os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".py")]
+        except OSError:
+            files = []
+    files = [f for f in files if os.path.abspath(f) != path] + [path]
+    if len(files) > 5000:
+        return  # too big a folder to read for one buffer
+
+    def read(p):
+        if os.path.abspath(p) == path:
+            try:
+                return decode(data)
+            except (SyntaxError, UnicodeDecodeError, LookupError):
+                return None
+        from .project import _read
+
+        return _read(p)
+
+    _start_project(args, files, 1, read)
 
 
 def _fixed_codes(before: list, after: list) -> dict:
@@ -847,6 +936,8 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
         if args.fix:
             sys.stdout.buffer.write(data)
         return EXIT_OK
+    if args.stdin_filename:
+        _stdin_project(args, args.stdin_filename, data)
     if notebook.is_notebook(name):
         return _notebook_stdin(args, data, name, settings)
     result = lint_bytes(data, name, settings)
@@ -1107,6 +1198,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--max-file-size", metavar="SIZE", help="skip (and report, REF904) files "
                    "larger than this (bytes, or e.g. 2MB; default 2MB)")
     c.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    c.add_argument("--no-project", action="store_true",
+                   help="check each file alone: no facts from the other modules "
+                        "(docs/project.md)")
     c.add_argument("--cache-dir", help="cache folder (default: .reflint_cache at the project "
                    "root, or $REFLINT_CACHE_DIR)")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")

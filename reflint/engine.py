@@ -28,6 +28,13 @@ _analysis = lazy("reflint.analysis")
 gate = lazy("reflint.gate")
 _positions = lazy("reflint.positions")
 
+
+def _project():
+    """reflint.project when a run activated a project (``reflint check`` over a tree), else
+    None: a single-file run never imports it."""
+    m = sys.modules.get("reflint.project")
+    return m if m is not None and m.active() is not None else None
+
 PARSE_ERROR = "REF900"
 UNKNOWN_NOQA = "REF901"
 UNUSED_NOQA = "REF902"
@@ -422,7 +429,10 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
                  regex_done: bool, tree: Optional[ast.Module]) -> FileResult:
     verdict = None
     fast: dict = {}
-    if use_prefilter:
+    # A module another module's summary gives facts (a kernel launched elsewhere) may have no
+    # text the pre-filter knows: the project says so, and both stages let it through.
+    forced = use_prefilter and _project() is not None and _project().must_analyse(path)
+    if use_prefilter and not forced:
         if not regex_done and not prefilter(settings).search(source):
             return lint_non_candidate(source, path, settings)
     if tree is None:
@@ -435,7 +445,7 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
             diags = [_rejected(source, path, error)] if settings.enabled(PARSE_ERROR) else []
             return FileResult(path, diags, source)
     elif use_prefilter:
-        verdict = gate_verdict(source, settings, tree)
+        verdict = None if forced else gate_verdict(source, settings, tree)
         if verdict is not None and not _allows(verdict, settings):
             # The stdlib parser accepted the file, so there is no REF900 to report.
             return FileResult(path, _noqa_only(source, path, settings), source,
@@ -597,7 +607,9 @@ def check_module(module: cst.Module, path: str, settings: Settings,
         rules = [r for r in rules if verdict.may_fire(r.code)]
     if not rules:
         return []
-    analysis = _analysis.ModuleAnalysis(module, path, settings, source, verdict, positions)
+    project = _project().view_for(path) if _project() is not None else None
+    analysis = _analysis.ModuleAnalysis(module, path, settings, source, verdict, positions,
+                                        project=project)
     out = []
     seen = set()
     try:

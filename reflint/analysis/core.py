@@ -36,6 +36,7 @@ from .facts import (
     Param,
     ReturnFact,
 )
+from .project import ProjectMixin
 from .queries import QueriesMixin
 from .state import (
     _State,
@@ -46,13 +47,18 @@ from .syntax import (
 )
 
 
-class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin, DependenceMixin,
-                     ObjectsMixin, DtypesMixin):
+class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin,
+                     DependenceMixin, ObjectsMixin, DtypesMixin):
     """Analysis of one module. Build with ``ModuleAnalysis(module)``; rules read the facts."""
 
     def __init__(self, module: cst.Module, path: str = "<string>", settings=None,
-                 source: Optional[str] = None, gate_verdict=None, positions=None):
+                 source: Optional[str] = None, gate_verdict=None, positions=None,
+                 project=None):
         self.module = module
+        # What the other modules of the project say (reflint.project.ProjectView; None: this
+        # module alone) and, per function, where a fact it gave comes from (messages).
+        self.project = project
+        self._provenance: dict = {}
         self.path = path
         if settings is None:
             from ..settings import Settings

@@ -394,6 +394,10 @@ class QueriesMixin:
                 return f"{name} was created on line {line}"
         if ref.origin in ("param", "pallas"):
             owner = ref.scope.name if ref.scope else "the function"
+            if ref.origin == "pallas" and self._provenance:
+                where = self.provenance(ref.scope)  # another module made it a kernel
+                if where:
+                    return f"{name} is a kernel ref: {where}"
             return f"{name} is a ref parameter of {owner}"
         return ""
 

@@ -296,7 +296,7 @@ class StatementsMixin:
 
     def _exec_import_from(self, stmt: cst.ImportFrom, state: _State) -> None:
         if stmt.relative:
-            module = None
+            module = self._project_module(stmt) if self.project is not None else None
         else:
             module = dotted_name(stmt.module) if stmt.module is not None else None
         if isinstance(stmt.names, cst.ImportStar):
@@ -364,6 +364,8 @@ class StatementsMixin:
                     dv.qualname in ("builtins.staticmethod", "builtins.classmethod"):
                 continue  # the builtin: still the function, called without (or with) a receiver
             value = self._apply_decorator(dv, value, d.decorator, state)
+        if self.project is not None and outer.is_module and cls is None:
+            self._project_roles(info, node)  # launched as a kernel (or traced) elsewhere
         self._enqueue(info)
         if outer.is_module and cls is None:
             # Only the names the module binds more than once can differ from their final

@@ -1,0 +1,153 @@
+"""The project (``ProjectMixin``): what one module's analysis reads from the other modules'
+summaries (``reflint.project``; docs/project.md).
+
+Without a project (``ModuleAnalysis(project=None)``, the default) none of this runs and a
+module is analysed on its own. With one:
+
+- a relative import names its absolute module (``from . import lib`` binds ``pkg.lib``);
+- a top-level function that another module launches as a Pallas kernel (or traces) gets the
+  role the launching API gives (its parameters are refs), with where the fact comes from
+  (``_provenance``, read by ``description``);
+- a call of a project function that forwards a parameter to a Pallas entry point or a
+  transform (a project's own ``pallas_call`` wrapper) makes the argument a kernel (or traced)
+  here;
+- a call of a project function defined under a transform (``@jax.jit``) is a traced call here
+  (REF002 and the rules that read ``TracedCall`` operands).
+
+Anything the project does not resolve stays unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from .. import api
+from ..values import FuncVal, OneOf, Transform, Value
+from .facts import Binding, FunctionInfo, KernelEntry, TracedCall
+
+
+class ProjectMixin:
+    project = None  # a reflint.project.ProjectView, or None
+
+    def _project_module(self, stmt: cst.ImportFrom) -> Optional[str]:
+        """The absolute module of a relative ``from ... import``."""
+        from .syntax import dotted_name
+
+        name = dotted_name(stmt.module) if stmt.module is not None else None
+        if stmt.module is not None and name is None:
+            return None
+        return self.project.absolute(len(stmt.relative), name)
+
+    def _project_roles(self, info: FunctionInfo, node) -> None:
+        """``info``, a top-level function, as other modules launch or trace it."""
+        try:
+            launches = self.project.launches_of(info.name)
+        except Exception:  # noqa: BLE001 - a project fact must never cost the file
+            return
+        if not launches:
+            return
+        kernels: dict = {}
+        for launch in launches:
+            a = api.API.get(launch.api)
+            if a is None:
+                continue
+            if a.family is api.Family.KERNEL and a.callees and a.callees[0].refs:
+                bound, kws = kernels.get(a.name, (0, ()))
+                kernels[a.name] = (max(bound, launch.bound), tuple(sorted(set(kws) |
+                                                                       set(launch.bound_kws))))
+            elif a.family is api.Family.TRANSFORM and a.role is not None:
+                self._add_role(info, a.role, node)
+        for name, (bound, kws) in kernels.items():
+            callee = api.API[name].callees[0]
+            fv = FuncVal(info, (), (None,) * bound, kws)
+            self._mark_kernel(fv, node, callee)
+            self._sink.add(KernelEntry(info, name, callee, node))
+        self._provenance[id(info)] = self.project.describe(info.name)
+
+    def _call_qn(self, node: cst.Call, qn: str, args: list, state):
+        """A call of a qualified name: a project function the registry does not know is
+        another module's (a wrapper, a jitted function); anything else, CallsMixin's."""
+        if self.project is not None and api.lookup(qn) is None:
+            handled, value = self._project_call(node, qn, args, state)
+            if handled:
+                return value
+        return super()._call_qn(node, qn, args, state)
+
+    def _project_call(self, node: cst.Call, qn: str, args: list, state) -> tuple:
+        """(handled, value) for a call of the project function ``qn``."""
+        try:
+            ext = self.project.function(qn)
+        except Exception:  # noqa: BLE001
+            return False, None
+        if ext is None:
+            return False, None
+        from ..project import Wrapper
+
+        if isinstance(ext, Wrapper):
+            self._project_wrapper_call(node, ext, args, state)
+            return True, None
+        self._project_traced_call(node, ext, args)
+        return True, None
+
+    def _project_wrapper_call(self, node, w, args: list, state) -> None:
+        value: Optional[Value] = None
+        positional = 0
+        for arg, v in args:
+            if arg.star:
+                if arg.star == "*" and w.index is not None and positional <= w.index:
+                    return  # `wrapper(*xs)`: which argument reaches the kernel is unknown
+                continue
+            if arg.keyword is None:
+                if positional == w.index:
+                    value = v
+                positional += 1
+            elif arg.keyword.value == w.param:
+                value = v
+        a = api.API.get(w.api)
+        if a is None:
+            return
+        funcs = value.alts if isinstance(value, OneOf) else (value,)
+        text = self.module.code_for_node(node.func).strip()
+        for fv in funcs:
+            if not isinstance(fv, FuncVal) or fv.transforms or fv.self_value is not None:
+                continue
+            fv = FuncVal(fv.info, (), fv.bound_args + (None,) * w.bound,
+                         tuple(fv.bound_kwargs) + tuple(w.bound_kws), None, fv.bound_kw_values)
+            self._apply_api(a, fv, node, {}, (), state)
+            verb = "launched by" if a.family is api.Family.KERNEL else "traced by"
+            from ..project import _rel
+
+            self._provenance.setdefault(
+                id(fv.info), f"{fv.info.name} is {verb} {text}, which passes it to {w.text} "
+                             f"({_rel(w.path, self.project.project.root)}:{w.line})")
+
+    def _project_traced_call(self, node, f, args: list) -> None:
+        """A call of a function another module defines under a transform (``@jax.jit``)."""
+        if any(static for _, static in f.transforms) or any(arg.star for arg, _ in args):
+            return  # static arguments are not traced; a starred one reaches unknown params
+        transforms = tuple(Transform(kind, node, {}) for kind, _ in f.transforms)
+        pos = [n for n, k in f.params if k in ("pos", "posonly")]
+        names = {n for n, k in f.params if k not in ("vararg", "kwarg")}
+        bindings = {}
+        operands = []
+        i = 0
+        for arg, v in args:
+            operands.append((v, arg.value))
+            if arg.keyword is None:
+                if i < len(pos):
+                    bindings[pos[i]] = Binding(pos[i], v, arg.value)
+                i += 1
+            elif arg.keyword.value in names:
+                bindings[arg.keyword.value] = Binding(arg.keyword.value, v, arg.value)
+        self._sink.add(TracedCall(kind=transforms[-1].kind, node=node, func=self._func,
+                                  targets=[], transforms=transforms, operands=operands,
+                                  bindings={0: bindings}))
+
+    def provenance(self, info: Optional[FunctionInfo]) -> str:
+        """Where the fact that makes ``info`` a kernel (or traced) comes from, when another
+        module says so ("" otherwise)."""
+        if info is None:
+            return ""
+        return self._provenance.get(id(info), "")

@@ -1,0 +1,525 @@
+"""The project: the summaries of every module of a checked tree, and what each module's
+analysis reads from them (docs/project.md).
+
+``Project.build(files)`` summarizes the files (``reflint.summary``), resolves names between
+modules like a type checker (package roots, relative imports, ``__init__`` re-exports), and
+solves to a fixpoint (bounded rounds, so import cycles end):
+
+- which functions *forward* a parameter to a Pallas entry point or a JAX transform, directly
+  or through other such functions (a project's own ``pallas_call`` wrapper);
+- which functions are *launched* by another module as Pallas kernels or traced by it
+  (``pl.pallas_call(kernels.scale, ...)`` in ops.py makes ``kernels.scale`` a kernel).
+
+``Project.view(path)`` is what one module's analysis reads (``ModuleAnalysis(project=...)``):
+its module name, the facts about its own functions, the project functions its imports name,
+whether it must be analysed even when the pre-filter would skip it, and a digest of all that
+(part of its cache key: a changed module re-checks the modules that read it).
+
+The active project of a run is a process-wide setting (``activate``), read by the engine;
+without one every file is analysed on its own, as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+from . import api
+from .summary import ModuleSummary, Target, module_name, summarize, summarize_calls
+
+MAX_ROUNDS = 12  # fixpoint rounds over the wrappers (chains longer than this stay unknown)
+MAX_ALIAS_DEPTH = 16
+# Library modules of the running environment read for their wrappers (a library's own
+# `pallas_call` drop-in), at most this many per run; never the registry's own packages.
+MAX_LIBRARY_MODULES = 64
+REGISTRY_PACKAGES = ("jax", "jaxlib", "flax", "numpy", "functools", "builtins")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A function of the project given to an API by some module: the API (its canonical name,
+    the Callee's role), how the launching call spells it, where, and what partial binds."""
+
+    api: str
+    role: str
+    text: str
+    path: str
+    line: int
+    bound: int = 0
+    bound_kws: tuple = ()
+    via: str = ""  # the project wrapper it went through ("" when the API is called directly)
+
+    def describe(self, qualname: str, root: str = "") -> str:
+        where = _rel(self.path, root)
+        how = f"{self.text}" if not self.via else f"{self.via} (which passes it to {self.text})"
+        verb = "launched by" if api.API[self.api].family is api.Family.KERNEL else "traced by"
+        return f"{qualname} is {verb} {how} in {where}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A project function that hands its parameter ``param`` (position ``index``) to ``api``
+    (through ``via`` wrappers), binding ``bound`` positional and ``bound_kws`` keyword
+    arguments of it on the way."""
+
+    qualname: str
+    param: str
+    index: Optional[int]
+    api: str
+    text: str
+    path: str
+    line: int
+    bound: int = 0
+    bound_kws: tuple = ()
+
+
+def _rel(path: str, root: str) -> str:
+    try:
+        rel = os.path.relpath(path, root or os.getcwd())
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _role(api_name: str) -> Optional[str]:
+    a = api.API[api_name]
+    if a.role is not None:
+        return str(a.role)
+    if a.callees and a.callees[0].role is not None:
+        return str(a.callees[0].role)
+    return None
+
+
+class Project:
+    def __init__(self, summaries: list, root: str = ""):
+        self.root = root
+        self.modules: dict = {}  # dotted name -> ModuleSummary
+        self.by_path: dict = {}  # abspath -> ModuleSummary
+        for s in summaries:
+            if s is None:
+                continue
+            self.by_path[os.path.abspath(s.path)] = s
+            if s.module and s.module not in self.modules:
+                self.modules[s.module] = s
+        self.wrappers: dict = {}  # qualname -> Wrapper
+        self.launches: dict = {}  # qualname -> [Launch]
+        self._solve()
+
+    # -- building ----------------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, files: list, read=None, jobs: int = 1, root: str = "") -> "Project":
+        """Summarize ``files`` (``read(path) -> text``; default: the file on disk)."""
+        read = read or _read
+        tasks = [(f, read) for f in files]
+        if jobs > 1 and len(files) > 8 and read is _read:
+            summaries = _parallel(files, jobs)
+        else:
+            summaries = [_summarize_task(t) for t in tasks]
+        project = cls(summaries, root)
+        # A module without a transform's or an entry point's name that spells a wrapper's
+        # name may wrap it in turn: read its calls, and solve again.
+        for _ in range(MAX_ROUNDS):
+            names = {q.rsplit(".", 1)[1] for q in project.wrappers}
+            if not names:
+                break
+            more = []
+            for s in project.by_path.values():
+                if s.complete:
+                    continue
+                text = read(s.path)
+                if text is not None and any(n in text for n in names):
+                    more.append(summarize_calls(text, s))
+            if not more:
+                break
+            for s in more:
+                s.complete = True
+                project.by_path[os.path.abspath(s.path)] = s
+                if s.module:
+                    project.modules[s.module] = s
+            project._solve()
+        project._read_libraries()
+        return project
+
+    # -- library modules of the environment --------------------------------------------------
+
+    def _read_libraries(self) -> None:
+        """Summarize the installed modules (source on ``sys.path``) that the project calls with
+        a function argument, so a library's wrapper of a Pallas entry point is seen; solve
+        again. Bounded: ``MAX_LIBRARY_MODULES`` modules, ``MAX_ROUNDS`` rounds."""
+        tried: set = set()
+        read = 0
+        for _ in range(MAX_ROUNDS):
+            wanted = set()
+            for s in list(self.by_path.values()):
+                for name in s.calls:
+                    if self.canonical(name) is None:
+                        wanted.add(self._expand(name))
+            added = False
+            for qn in sorted(wanted):
+                parts = qn.split(".")
+                if parts[0] in REGISTRY_PACKAGES or parts[0] in _stdlib():
+                    continue
+                for i in range(len(parts) - 1, 0, -1):
+                    mod = ".".join(parts[:i])
+                    if mod in self.modules or mod in tried:
+                        break
+                    tried.add(mod)
+                    path = find_library_source(mod)
+                    if path is None:
+                        continue
+                    if read >= MAX_LIBRARY_MODULES:
+                        return
+                    read += 1
+                    text = _read(path)
+                    s = summarize(text, path, mod) if text is not None else None
+                    if s is not None:
+                        s.library = True
+                        self.modules[mod] = s
+                        self.by_path.setdefault(os.path.abspath(path), s)
+                        added = True
+                    break
+            if not added:
+                return
+            self._solve()
+
+    # -- names -------------------------------------------------------------------------------
+
+    def resolve(self, qualname: str, _depth: int = 0):
+        """(module summary, function name) that ``qualname`` names, following re-exports;
+        None when it is not a function of the project."""
+        if _depth > MAX_ALIAS_DEPTH or not qualname:
+            return None
+        parts = qualname.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            mod = self.modules.get(".".join(parts[:i]))
+            if mod is None:
+                continue
+            rest = parts[i:]
+            head = rest[0]
+            if len(rest) == 1 and head in mod.functions:
+                return mod, head
+            if head in mod.aliases:
+                return self.resolve(".".join([mod.aliases[head]] + rest[1:]), _depth + 1)
+            if ".".join(parts[:i + 1]) in self.modules:
+                continue  # a submodule: the longer prefix
+            return None
+        return None
+
+    def _expand(self, qualname: str) -> str:
+        """``qualname`` with the re-exports of the known modules followed as far as they go
+        (the name of the module still to read)."""
+        for _ in range(MAX_ALIAS_DEPTH):
+            parts = qualname.split(".")
+            for i in range(len(parts) - 1, 0, -1):
+                mod = self.modules.get(".".join(parts[:i]))
+                if mod is not None and parts[i] in mod.aliases:
+                    qualname = ".".join([mod.aliases[parts[i]]] + parts[i + 1:])
+                    break
+            else:
+                return qualname
+        return qualname
+
+    def canonical(self, qualname: str) -> Optional[str]:
+        r = self.resolve(qualname)
+        if r is None:
+            return None
+        mod, name = r
+        return f"{mod.module}.{name}"
+
+    def is_module(self, qualname: str) -> bool:
+        return qualname in self.modules
+
+    # -- the fixpoint ------------------------------------------------------------------------
+
+    def _solve(self) -> None:
+        wrappers: dict = {}
+        for _ in range(MAX_ROUNDS):
+            changed = False
+            for s in self.by_path.values():
+                for f in s.forwards:
+                    qn = f"{s.module}.{f.function}"
+                    if qn in wrappers or not s.module:
+                        continue
+                    w = self._forward(s, f, wrappers)
+                    if w is not None:
+                        wrappers[qn] = w
+                        changed = True
+            if not changed:
+                break
+        self.wrappers = wrappers
+        launches: dict = {}
+        for s in self.by_path.values():
+            for u in s.uses:
+                qn = self.canonical(u.qualname)
+                if qn is None:
+                    continue
+                launch = self._launch(s, u.target, u.line, u.bound, u.bound_kws)
+                if launch is not None:
+                    launches.setdefault(qn, []).append(launch)
+        for v in launches.values():
+            v.sort(key=lambda x: (x.path, x.line))
+        self.launches = launches
+
+    def _target_wrapper(self, target: Target, wrappers: dict) -> Optional[Wrapper]:
+        """The wrapper a ``call`` target's argument reaches, when it is the forwarded one."""
+        qn = self.canonical(target.name)
+        w = wrappers.get(qn) if qn else None
+        if w is None:
+            return None
+        if (target.pos is not None and target.pos == w.index) or \
+                (target.kw is not None and target.kw == w.param):
+            return w
+        return None
+
+    def _forward(self, s: ModuleSummary, f, wrappers: dict) -> Optional[Wrapper]:
+        t = f.target
+        if t.kind == "api":
+            return Wrapper(f"{s.module}.{f.function}", f.param, f.index, t.name, t.text,
+                           s.path, f.line, f.bound, f.bound_kws)
+        w = self._target_wrapper(t, wrappers)
+        if w is None:
+            return None
+        return Wrapper(f"{s.module}.{f.function}", f.param, f.index, w.api, w.text, w.path,
+                       w.line, f.bound + w.bound, f.bound_kws + w.bound_kws)
+
+    def _launch(self, s: ModuleSummary, t: Target, line: int, bound: int, kws: tuple):
+        if t.kind == "api":
+            role = _role(t.name)
+            return Launch(t.name, role, t.text, s.path, line, bound, kws) if role else None
+        w = self._target_wrapper(t, self.wrappers)
+        if w is None:
+            return None
+        role = _role(w.api)
+        if role is None:
+            return None
+        return Launch(w.api, role, w.text, s.path, line, bound + w.bound, kws + w.bound_kws,
+                      via=t.text)
+
+    # -- what one module reads ---------------------------------------------------------------
+
+    def view(self, path: str) -> Optional["ProjectView"]:
+        s = self.by_path.get(os.path.abspath(path))
+        if s is None or not s.module or getattr(s, "library", False):
+            return None
+        return ProjectView(self, s)
+
+
+class ProjectView:
+    """What the analysis of one module reads from the project."""
+
+    def __init__(self, project: Project, summary: ModuleSummary):
+        self.project = project
+        self.summary = summary
+        self.module = summary.module
+        self.is_package = summary.is_package
+        self._digest: Optional[str] = None
+
+    def absolute(self, level: int, name: Optional[str]) -> Optional[str]:
+        """The absolute module of ``from <level dots><name> import ...`` in this module."""
+        from .summary import _resolve_relative
+
+        return _resolve_relative(self.module, self.is_package, level, name)
+
+    def launches_of(self, name: str) -> list:
+        """How other modules launch or trace this module's top-level function ``name``."""
+        return self.project.launches.get(f"{self.module}.{name}", [])
+
+    def function(self, qualname: str):
+        """What a project function named ``qualname`` (from this module's imports) is: a
+        ``Wrapper``, a ``FunctionSummary`` with transforms, or None."""
+        qn = self.project.canonical(qualname)
+        if qn is None or qn.startswith(self.module + ".") and \
+                qn.count(".") == self.module.count(".") + 1:
+            return None  # unknown, or this module's own (its analysis sees it)
+        w = self.project.wrappers.get(qn)
+        if w is not None:
+            return w
+        mod, name = self.project.resolve(qn)
+        f = mod.functions.get(name)
+        if f is not None and f.transforms:
+            return f
+        return None
+
+    def describe(self, name: str) -> str:
+        """Where the fact that makes this module's ``name`` a kernel (or traced) comes from."""
+        launches = self.launches_of(name)
+        if not launches:
+            return ""
+        return launches[0].describe(f"{self.module.rsplit('.', 1)[-1]}.{name}",
+                                    self.project.root)
+
+    @property
+    def must_analyse(self) -> bool:
+        """Whether another module's summary may give this module a finding that its own text
+        does not announce (the pre-filter must not skip it): one of its functions is launched
+        or traced elsewhere, or it gives a function to a project wrapper. (A call of another
+        module's jitted function needs a ref here, which the pre-filter already looks for.)"""
+        cached = getattr(self, "_must", None)
+        if cached is None:
+            cached = self._must = self._forced()
+        return cached
+
+    def _forced(self) -> bool:
+        prefix = self.module + "."
+        launches = self.project.launches
+        if any(prefix + name in launches for name in self.summary.functions):
+            return True
+        for name in self.summary.calls:
+            qn = self.project.canonical(_absolute(self.summary, name))
+            if qn is not None and qn in self.project.wrappers:
+                return True
+        return False
+
+    def digest(self) -> str:
+        """A digest of every fact this module reads from the project (its cache key)."""
+        if self._digest is None:
+            self._digest = hashlib.sha256(repr(self._reads()).encode()).hexdigest() \
+                if self._reads() else ""
+        return self._digest
+
+    def _reads(self) -> list:
+        cached = getattr(self, "_reads_cache", None)
+        if cached is not None:
+            return cached
+        out = []
+        for name in sorted(self.summary.functions) + sorted(
+                n for n in self._defined_names() if n not in self.summary.functions):
+            launches = self.launches_of(name)
+            if launches:
+                out.append(("launch", name, tuple(launches)))
+        for local, qn in sorted(self.summary.aliases.items()):
+            if self.project.is_module(qn):
+                mod = self.project.modules[qn]
+                # `import lib; lib.f(...)`: its functions and what it re-exports.
+                for name in sorted(set(mod.functions) | set(mod.aliases)):
+                    got = self.function(f"{qn}.{name}")
+                    if got is not None:
+                        out.append(("import", f"{qn}.{name}", got))
+            else:
+                got = self.function(qn)
+                if got is not None:
+                    out.append(("import", qn, got))
+        self._reads_cache = out
+        return out
+
+    def _defined_names(self) -> set:
+        prefix = self.module + "."
+        return {q[len(prefix):] for q in self.project.launches
+                if q.startswith(prefix) and "." not in q[len(prefix):]}
+
+
+def _absolute(s: ModuleSummary, name: str) -> str:
+    return name
+
+
+def _stdlib() -> frozenset:
+    import sys
+
+    return frozenset(getattr(sys, "stdlib_module_names", ()))
+
+
+def find_library_source(module: str) -> Optional[str]:
+    """The source file of ``module`` on ``sys.path`` (``a/b.py`` or ``a/b/__init__.py``),
+    found without importing anything; None when there is none."""
+    import sys
+
+    rel = module.replace(".", os.sep)
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        for cand in (os.path.join(entry, rel + ".py"),
+                     os.path.join(entry, rel, "__init__.py")):
+            if os.path.isfile(cand):
+                return cand
+    return None
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    try:
+        from .engine import decode
+
+        return decode(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+
+
+def _summarize_task(task) -> Optional[ModuleSummary]:
+    path, read = task
+    try:
+        text = read(path)
+        if text is None:
+            return None
+        return summarize(text, path, module_name(path)[1])
+    except Exception:  # noqa: BLE001 - a summary is an extra: never fail the run for it
+        return None
+
+
+def _summarize_path(path: str) -> Optional[ModuleSummary]:
+    return _summarize_task((path, _read))
+
+
+def _parallel(files: list, jobs: int) -> list:
+    try:
+        from concurrent.futures import ProcessPoolExecutor
+
+        from .cli import _pool_context
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context()) as pool:
+            return list(pool.map(_summarize_path, files, chunksize=max(1, len(files) //
+                                                                       (jobs * 8))))
+    except (OSError, ImportError, RuntimeError):
+        return [_summarize_path(f) for f in files]
+    except Exception:  # noqa: BLE001 - a broken pool: summarize here
+        return [_summarize_path(f) for f in files]
+
+
+# -- the active project of this process -----------------------------------------------------
+
+_ACTIVE: Optional[Project] = None
+_OVERRIDES: dict = {}  # abspath -> a view (stdin text placed in the project)
+
+
+def activate(project: Optional[Project]) -> None:
+    global _ACTIVE
+    _ACTIVE = project
+
+
+def active() -> Optional[Project]:
+    return _ACTIVE
+
+
+def view_for(path: str) -> Optional[ProjectView]:
+    if _ACTIVE is None or not path:
+        return None
+    try:
+        return _ACTIVE.view(path)
+    except Exception:  # noqa: BLE001 - a project fact must never cost the file its check
+        return None
+
+
+def must_analyse(path: str) -> bool:
+    v = view_for(path)
+    if v is None:
+        return False
+    try:
+        return v.must_analyse
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def cache_digest(path: str) -> str:
+    v = view_for(path)
+    if v is None:
+        return ""
+    try:
+        return v.digest()
+    except Exception:  # noqa: BLE001
+        return ""

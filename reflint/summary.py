@@ -1,0 +1,680 @@
+"""Module summaries: what other modules of a project need to know about one module.
+
+Extracted from the stdlib ``ast`` (one parse and one walk, no evaluation), as plain picklable
+data keyed by qualified names, so the summary phase of ``reflint check`` is cheap, runs in the
+worker pool and can be cached or sharded. ``reflint.project`` joins the summaries of a tree,
+resolves imports and names between them and solves wrappers to a fixpoint; the analysis of one
+module (``reflint.analysis``) reads the result through a ``ProjectView``.
+
+A summary holds:
+
+- ``aliases``: the module-level imports (local name -> absolute qualified name; relative imports
+  resolved against the module's own name), which also are its re-exports;
+- ``functions``: its top-level functions, with their parameters and the JAX transforms their
+  decorators apply (``@jax.jit``, ``@functools.partial(jax.jit, static_argnums=...)``);
+- ``forwards``: top-level functions that hand one of their parameters to a Pallas entry point or
+  a JAX transform (``def buffered_pallas_call(kernel, ...): return pl.pallas_call(kernel, ...)``,
+  also through ``functools.partial(kernel, ...)``), or to another function that may do so
+  (solved by the project: a wrapper of a wrapper);
+- ``uses``: the functions of other modules (imported names) it gives to a Pallas entry point, a
+  transform or a function that may be a wrapper (``pl.pallas_call(kernels.scale, ...)``).
+
+Everything the extraction cannot resolve is left out: a name it does not know is never a fact.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import api
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    name: str
+    line: int
+    params: tuple  # ((name, kind), ...): kind "pos", "posonly", "vararg", "kwonly", "kwarg"
+    transforms: tuple = ()  # ((api name, static), ...): the decorators' transforms, innermost first
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a function argument goes: a registry API (``api``, with the Callee's position)
+    or a call of a project function not yet known to be a wrapper (``call``: its qualified
+    name, the argument's position or keyword)."""
+
+    kind: str  # "api" or "call"
+    name: str  # the API's canonical name, or the called function's qualified name
+    pos: Optional[int] = None
+    kw: Optional[str] = None
+    text: str = ""  # how the call spells it (`pl.pallas_call`), for messages
+
+
+@dataclass(frozen=True)
+class Forward:
+    """A parameter of a top-level function handed to ``target``."""
+
+    function: str
+    param: str
+    index: Optional[int]  # the parameter's position (None: keyword-only)
+    target: Target
+    line: int
+    bound: int = 0  # positional arguments bound by functools.partial on the way
+    bound_kws: tuple = ()
+
+
+@dataclass(frozen=True)
+class Use:
+    """A function of another module (``qualname``, as imported) handed to ``target``."""
+
+    qualname: str
+    target: Target
+    line: int
+    bound: int = 0
+    bound_kws: tuple = ()
+
+
+@dataclass
+class ModuleSummary:
+    module: str  # dotted name ("" when unknown)
+    path: str
+    is_package: bool = False
+    aliases: dict = field(default_factory=dict)  # local name -> qualified name
+    functions: dict = field(default_factory=dict)  # name -> FunctionSummary
+    forwards: list = field(default_factory=list)
+    uses: list = field(default_factory=list)
+    complete: bool = True  # False: only the imports were read (a file without API words)
+    library: bool = False  # a module of the environment, read for its wrappers (not checked)
+    # Functions of other modules called with a function argument (may be wrappers: the
+    # project reads an installed library's module for them).
+    calls: set = field(default_factory=set)
+
+
+def module_name(path: str) -> tuple:
+    """(root, dotted module name) of the file ``path``, as type checkers find it: walk up
+    while the folder holds an ``__init__.py``; the folder above the top package is the root
+    (a ``src/`` layout's ``src``)."""
+    path = os.path.abspath(path)
+    folder, base = os.path.split(path)
+    stem = base[:-3] if base.endswith(".py") else base
+    parts = [] if stem == "__init__" else [stem]
+    while os.path.exists(os.path.join(folder, "__init__.py")):
+        folder, pkg = os.path.split(folder)
+        parts.insert(0, pkg)
+        if not pkg:
+            break
+    return folder, ".".join(parts)
+
+
+# The words a file must spell to give a function to a Pallas entry point: only such files
+# (and those spelling a project wrapper's name) are parsed whole; the others get their imports
+# and top-level function headers read (``_headers``).
+_API_WORDS = None
+
+
+def has_api_words(source: str) -> bool:
+    """The module spells a Pallas entry point (a substring test first)."""
+    return any(w in source for w in _literal_words()) and bool(api_words().search(source))
+
+
+_WORDS: Optional[tuple] = None
+
+
+def _literal_words() -> tuple:
+    global _WORDS
+    if _WORDS is None:
+        _WORDS = tuple(api.spelled_names(api.family(api.Family.KERNEL)))
+    return _WORDS
+
+
+def api_words() -> "re.Pattern":
+    global _API_WORDS
+    if _API_WORDS is None:
+        # `kernel` is also a common word: `pl.kernel` / `plgpu.kernel` / an imported `kernel`.
+        words = [w for w in api.spelled_names(api.family(api.Family.KERNEL)) if w != "kernel"]
+        _API_WORDS = re.compile(api.words_pattern(words) +
+                                r"|\.kernel\b|^(?:from|import)\b[^\n]*\bkernel\b", re.M)
+    return _API_WORDS
+
+
+_OPEN = str.maketrans("", "", "([{")
+_CLOSE = str.maketrans("", "", ")]}")
+
+
+_CLASS = re.compile(r"\s*class\s+(\w+)")
+
+
+def _reduced(source: str, relevant=None) -> Optional[str]:
+    """The module cut down to what a summary reads, on the same lines: its top-level
+    statements in full but for functions and classes, whose bodies are cut (a function keeps
+    its decorators and header, a body ``pass``; a class becomes ``Name = None``), unless
+    ``relevant(text)`` says the statement may launch or forward a function. Parsed in a
+    fraction of the whole file's time. None when the lines cannot be cut (a bracket in a
+    string, a string at column 0 ...): the caller parses the whole file then."""
+    lines = source.splitlines()
+    n = len(lines)
+    chunks = []  # (first line, last line) of each top-level statement, decorators included
+    decorating = False  # the last chunk is decorators only, so far
+    i = 0
+    while i < n:
+        line = lines[i]
+        if line[:1] in ("", " ", "\t", "#"):
+            i += 1
+            continue
+        if line[:1] in (")", "]", "}"):
+            return None
+        depth = 0
+        j = i
+        while True:
+            text = lines[j].split("#", 1)[0] if "#" in lines[j] else lines[j]
+            depth += len(text) - len(text.translate(_OPEN))
+            depth -= len(text) - len(text.translate(_CLOSE))
+            nxt = j + 1
+            if depth < 0:
+                return None
+            if depth == 0 and not text.rstrip().endswith("\\"):
+                # The statement goes on while the next lines are indented (a block).
+                while nxt < n and lines[nxt][:1] in ("", " ", "\t", "#", ")", "]", "}"):
+                    if lines[nxt][:1] in (")", "]", "}"):
+                        return None
+                    nxt += 1
+                break
+            if nxt >= n:
+                return None
+            j = nxt
+        if decorating:
+            chunks[-1] = (chunks[-1][0], nxt - 1)  # decorators and what they decorate
+        else:
+            chunks.append((i, nxt - 1))
+        decorating = line.startswith("@")
+        i = nxt
+    out = [""] * n
+    for a, b in chunks:
+        body = lines[a:b + 1]
+        k = 0
+        while k < len(body) and body[k].startswith("@"):
+            k += 1
+        head = body[k] if k < len(body) else ""
+        is_def = head.startswith(("def ", "async def "))
+        is_class = head.startswith("class ") or (k < len(body) and _CLASS.match(head))
+        if not (is_def or is_class) or (relevant is not None and relevant("\n".join(body))):
+            out[a:b + 1] = body
+            continue
+        if is_class:
+            m = _CLASS.match(head)
+            if m is None:
+                return None
+            out[a + k] = f"{m.group(1)} = None"
+            continue
+        # The header: from `def` to the line ending in ':' at bracket depth 0.
+        depth = 0
+        h = k
+        while h < len(body):
+            text = body[h].split("#", 1)[0] if "#" in body[h] else body[h]
+            depth += len(text) - len(text.translate(_OPEN))
+            depth -= len(text) - len(text.translate(_CLOSE))
+            if depth == 0:
+                break
+            h += 1
+        out[a:a + h + 1] = body[:h + 1]
+        last = body[h].split("#", 1)[0].rstrip()
+        if last.endswith(":"):
+            if a + h + 1 > b:
+                return None
+            out[a + h + 1] = "    pass"
+    return "\n".join(out) + "\n"
+
+
+_REBINDS = re.compile(r"(?:([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::[^=]*)?=(?!=)"
+                      r"|del\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*$"
+                      r"|class\s+([A-Za-z_]\w*))")
+
+
+_COLUMN0 = re.compile(r"^(?:import |from |def |async def |@|[A-Za-z_])[^\n]*", re.M)
+
+
+def _headers(source: str) -> Optional[str]:
+    """The module's top-level imports and function headers (decorators included, bodies
+    replaced by ``pass``), on the same lines: cheaper than ``_reduced`` (which keeps every
+    other statement), for a module without a Pallas name. Only lines at column 0 are read.
+    None when the lines cannot be cut: the caller parses the whole file then."""
+    lines = None
+    out: dict = {}  # line index -> text
+    pending: list = []  # decorators, until the statement they decorate
+    line_no = 0
+    pos = 0
+    skip_to = -1
+    for m in _COLUMN0.finditer(source):
+        line_no += source.count("\n", pos, m.start())
+        pos = m.start()
+        if line_no <= skip_to:
+            continue
+        line = m.group()
+        if not line.startswith(("import ", "from ", "def ", "async def ", "@")):
+            pending = []  # a class (or anything else) the decorators belong to
+            r = _REBINDS.match(line)
+            if r is not None:  # `name = ...`, `del name`, `class Name`: no import now
+                out[line_no] = f"del {r.group(1) or r.group(2) or r.group(3)}"
+            continue
+        text = line.split("#", 1)[0] if "#" in line else line
+        depth = len(text) - len(text.translate(_OPEN)) - (len(text) - len(text.translate(_CLOSE)))
+        j = line_no
+        if depth > 0 or text.rstrip().endswith("\\"):
+            if lines is None:
+                lines = source.splitlines()
+            while depth > 0 or text.rstrip().endswith("\\"):
+                j += 1
+                if j >= len(lines):
+                    return None
+                text = lines[j].split("#", 1)[0] if "#" in lines[j] else lines[j]
+                depth += len(text) - len(text.translate(_OPEN))
+                depth -= len(text) - len(text.translate(_CLOSE))
+            if depth != 0:
+                return None
+        if depth < 0:
+            return None
+        block = [line] if j == line_no else lines[line_no:j + 1]
+        if line.startswith("@"):
+            pending.extend(zip(range(line_no, j + 1), block))
+        else:
+            if line.startswith(("def ", "async def ")):
+                for k, t in pending:
+                    out[k] = t
+                if text.rstrip().endswith(":"):
+                    out[j + 1] = "    pass"  # else a one-line body (`def f(): return x`)
+            for k, t in zip(range(line_no, j + 1), block):
+                out[k] = t
+            pending = []
+        skip_to = j
+    if not out:
+        return "\n"
+    n = max(out) + 1
+    return "\n".join(out.get(k, "") for k in range(n)) + "\n"
+
+
+def _resolve_relative(module: str, is_package: bool, level: int, name: Optional[str]):
+    parts = module.split(".") if module else []
+    if not is_package:
+        parts = parts[:-1]
+    if level - 1 > len(parts):
+        return None
+    base = parts[:len(parts) - (level - 1)]
+    if name:
+        base = base + name.split(".")
+    return ".".join(base) if base else None
+
+
+def _dotted(node) -> Optional[list]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return parts[::-1]
+    return None
+
+
+def _bound_names(fn) -> set:
+    """Every name a function binds anywhere in its body (nested scopes included), besides its
+    own parameters: a name it binds is not the module's."""
+    out: set = set()
+    for n in ast.walk(fn):
+        if n is fn:
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                out.add((a.asname or a.name).split(".")[0])
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            out.update(n.names)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+    return out
+
+
+def _params(fn) -> tuple:
+    a = fn.args
+    out = [(p.arg, "posonly") for p in a.posonlyargs] + [(p.arg, "pos") for p in a.args]
+    if a.vararg:
+        out.append((a.vararg.arg, "vararg"))
+    out += [(p.arg, "kwonly") for p in a.kwonlyargs]
+    if a.kwarg:
+        out.append((a.kwarg.arg, "kwarg"))
+    return tuple(out)
+
+
+class _Extractor:
+    def __init__(self, summary: ModuleSummary, defined: set):
+        self.s = summary
+        self.defined = defined  # top-level function names
+
+    # -- names -------------------------------------------------------------------------------
+
+    def qualname(self, node, shadowed: set) -> Optional[str]:
+        parts = _dotted(node)
+        if not parts or parts[0] in shadowed:
+            return None
+        head = parts[0]
+        if head in self.s.aliases:
+            return ".".join([self.s.aliases[head]] + parts[1:])
+        if head in self.defined and len(parts) == 1 and self.s.module:
+            return f"{self.s.module}.{head}"
+        return None
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def targets(self, call: ast.Call, shadowed: set) -> list:
+        """(Target, argument node) for each argument of ``call`` that may be a function the
+        call traces or launches."""
+        qn = self.qualname(call.func, shadowed)
+        if qn is None:
+            return []
+        text = ".".join(_dotted(call.func) or ())
+        a = api.lookup(qn)
+        if a is not None:
+            out = []
+            if a.family is api.Family.TRANSFORM and a.role is not None and call.args and \
+                    not isinstance(call.args[0], ast.Starred):
+                out.append((Target("api", a.name, 0, None, text), call.args[0]))
+            elif a.family is api.Family.KERNEL and a.callees and a.callees[0].refs:
+                c = a.callees[0]
+                arg = None
+                if c.pos is not None and len(call.args) > c.pos and \
+                        not any(isinstance(x, ast.Starred) for x in call.args[:c.pos + 1]):
+                    arg = call.args[c.pos]
+                for k in call.keywords:
+                    if c.kw is not None and k.arg == c.kw:
+                        arg = k.value
+                if arg is not None:
+                    out.append((Target("api", a.name, c.pos, c.kw, text), arg))
+            return out
+        if qn.startswith(("jax.", "flax.", "optax.", "numpy.", "functools.", "builtins.")):
+            return []
+        out = []
+        for i, x in enumerate(call.args):
+            if isinstance(x, ast.Starred):
+                break
+            out.append((Target("call", qn, i, None, text), x))
+        for k in call.keywords:
+            if k.arg is not None:
+                out.append((Target("call", qn, None, k.arg, text), k.value))
+        return out
+
+    def function_arg(self, node, shadowed: set):
+        """(the argument's name node, positional arguments bound, keywords bound) for a plain
+        name or attribute, or a ``functools.partial`` of one."""
+        if isinstance(node, ast.Call):
+            qn = self.qualname(node.func, shadowed)
+            if qn is None or api.lookup(qn) is None or \
+                    api.lookup(qn).family is not api.Family.PARTIAL or not node.args or \
+                    any(isinstance(x, ast.Starred) for x in node.args) or \
+                    any(k.arg is None for k in node.keywords):
+                return None
+            return node.args[0], len(node.args) - 1, tuple(k.arg for k in node.keywords)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return node, 0, ()
+        return None
+
+    # -- the module --------------------------------------------------------------------------
+
+    def run(self, tree: ast.Module) -> None:
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.function(stmt)
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    stmt.name in self.defined:
+                self.decorators_of(stmt)
+                self.walk_calls(stmt.body, stmt)
+            else:
+                self.walk_calls([stmt], None)
+
+    def function(self, fn) -> None:
+        transforms = []
+        for d in reversed(fn.decorator_list):
+            t = self.decorator(d)
+            if t is None:
+                transforms = None
+                break
+            if t:
+                transforms.append(t)
+        if transforms is None:  # a decorator the summary cannot see through
+            return
+        self.s.functions[fn.name] = FunctionSummary(fn.name, fn.lineno, _params(fn),
+                                                    tuple(transforms))
+
+    def decorator(self, d):
+        """(api name, static) for a transform decorator, () for one that leaves the function
+        as it is (staticmethod ...), None for anything else."""
+        static = False
+        node = d
+        if isinstance(d, ast.Call):
+            qn = self.qualname(d.func, set())
+            a = api.lookup(qn)
+            if a is not None and a.family is api.Family.PARTIAL and d.args:
+                static = any((k.arg or "").startswith("static") for k in d.keywords)
+                node = d.args[0]
+            else:
+                return None
+        qn = self.qualname(node, set())
+        a = api.lookup(qn)
+        if a is not None and a.family is api.Family.TRANSFORM and a.role is not None:
+            return (a.name, static)
+        return None
+
+    def walk_calls(self, body: list, fn) -> None:
+        """Record what each call gives to a transform, a Pallas entry point or another
+        function: a parameter of the enclosing top-level function ``fn`` (a forward) or an
+        imported function (a use). Only calls of an imported or module-level name are read."""
+        params: dict = {}
+        if fn is not None:
+            params = {n: (i if k in ("pos", "posonly") else None)
+                      for i, (n, k) in enumerate(_params(fn)) if k not in ("vararg", "kwarg")}
+        # One walk: the calls, and every name bound anywhere below (a name bound in the
+        # function or a nested scope is not the module's, wherever it is used: conservative).
+        calls = []
+        bound: set = set()
+        rebound: set = set()  # a parameter assigned, or bound again by a nested scope
+        for root in body:
+            for n in ast.walk(root):
+                t = type(n)
+                if t is ast.Call:
+                    calls.append(n)
+                elif t is ast.Name:
+                    if type(n.ctx) is not ast.Load:
+                        bound.add(n.id)
+                        rebound.add(n.id)
+                elif t is ast.arg:
+                    bound.add(n.arg)
+                    rebound.add(n.arg)
+                elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.ClassDef:
+                    bound.add(n.name)
+                elif t is ast.Import or t is ast.ImportFrom:
+                    bound.update((a.asname or a.name).split(".")[0] for a in n.names)
+                elif t is ast.Global or t is ast.Nonlocal:
+                    bound.update(n.names)
+                elif t is ast.ExceptHandler and n.name:
+                    bound.add(n.name)
+        if not calls:
+            return
+        known = self.s.aliases.keys() | self.defined
+        sh = bound | set(params)
+        if fn is not None:
+            sh |= {n for n, _ in _params(fn)}
+        for call in calls:
+            head = call.func
+            while type(head) is ast.Attribute:
+                head = head.value
+            if type(head) is ast.Name and head.id in known:
+                self.call(call, sh, fn, params, rebound)
+
+    def call(self, node: ast.Call, sh: set, fn, params: dict, rebound: set) -> None:
+        for target, arg in self.targets(node, sh):
+            got = self.function_arg(arg, sh)
+            if got is None:
+                continue
+            name_node, bound, kws = got
+            if fn is not None and isinstance(name_node, ast.Name) and \
+                    name_node.id in params and name_node.id not in rebound:
+                if target.kind == "call":
+                    self.s.calls.add(target.name)
+                self.s.forwards.append(Forward(fn.name, name_node.id, params[name_node.id],
+                                               target, node.lineno, bound, kws))
+                continue
+            if isinstance(name_node, ast.Name) and name_node.id in self.defined and \
+                    name_node.id not in self.s.aliases:
+                if target.kind == "call" and name_node.id not in sh:
+                    self.s.calls.add(target.name)  # may be a wrapper: its own analysis asks
+                continue  # a function of this module: its own analysis sees the call
+            qn = self.qualname(name_node, sh)
+            if qn is not None:
+                if target.kind == "call":
+                    self.s.calls.add(target.name)
+                self.s.uses.append(Use(qn, target, node.lineno, bound, kws))
+
+    def decorators_of(self, fn) -> None:
+        for d in fn.decorator_list:
+            for node in ast.walk(d):
+                if isinstance(node, ast.Call):
+                    for target, arg in self.targets(node, set()):
+                        got = self.function_arg(arg, set())
+                        if got is not None:
+                            qn = self.qualname(got[0], set())
+                            if qn is not None:
+                                self.s.uses.append(Use(qn, target, node.lineno, got[1],
+                                                       got[2]))
+
+    @staticmethod
+    def rebound_params(fn) -> set:
+        out = set()
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                out.add(n.id)
+        return out
+
+
+def _imports(tree: ast.Module, s: ModuleSummary) -> None:
+    """The module-level imports (also those under ``if``/``try`` at module level)."""
+    stack = list(tree.body)
+    while stack:
+        st = stack.pop(0)
+        if isinstance(st, (ast.If, ast.Try)):
+            stack[:0] = list(st.body) + [x for h in getattr(st, "handlers", ()) for x in h.body]\
+                + list(st.orelse) + list(getattr(st, "finalbody", ()))
+            continue
+        if isinstance(st, ast.Import):
+            for a in st.names:
+                if a.asname:
+                    s.aliases[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    s.aliases[top] = top
+        elif isinstance(st, ast.ImportFrom):
+            if st.level:
+                base = _resolve_relative(s.module, s.is_package, st.level, st.module)
+            else:
+                base = st.module
+            if base is None:
+                continue
+            for a in st.names:
+                if a.name == "*":
+                    continue
+                s.aliases[a.asname or a.name] = f"{base}.{a.name}"
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            s.aliases.pop(st.name, None)
+        elif isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete)):
+            targets = st.targets if isinstance(st, (ast.Assign, ast.Delete)) else [st.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        s.aliases.pop(n.id, None)
+
+
+def summarize(source: str, path: str, module: Optional[str] = None,
+              tree: Optional[ast.Module] = None) -> Optional[ModuleSummary]:
+    """The summary of one module (None when it does not parse)."""
+    if module is None:
+        module = module_name(path)[1]
+    s = ModuleSummary(module, path, is_package=os.path.basename(path) == "__init__.py")
+    full = has_api_words(source)
+    reduced = False
+    if tree is None:
+        cut = _reduced(source, _relevant) if full else _headers(source)
+        if cut is not None:
+            try:
+                tree = ast.parse(cut, path)
+                reduced = True
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+    if tree is None:
+        try:
+            tree = ast.parse(source, path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+    _imports(tree, s)
+    defined = {st.name for st in tree.body
+               if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    ex = _Extractor(s, defined)
+    if not full:
+        # Without a transform's or an entry point's name, the module can only define,
+        # re-export and call functions (a wrapper of a wrapper: ``summarize_calls`` reads
+        # its calls later).
+        s.complete = False
+        for st in tree.body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                ex.function(st)
+        return s
+    # Statements without an API's name were cut: a call of a wrapper there is read when the
+    # project knows the wrapper's name (summarize_calls).
+    s.complete = not reduced
+    try:
+        ex.run(tree)
+    except RecursionError:
+        s.functions.clear()
+        s.forwards.clear()
+        s.uses.clear()
+    return s
+
+
+def _relevant(text: str) -> bool:
+    """A top-level statement that may launch, trace or forward a function: it spells a
+    Pallas entry point, a transform or functools.partial."""
+    return any(w in text for w in _statement_words())
+
+
+_STATEMENT_WORDS: Optional[tuple] = None
+
+
+def _statement_words() -> tuple:
+    global _STATEMENT_WORDS
+    if _STATEMENT_WORDS is None:
+        names = api.family(api.Family.KERNEL, api.Family.TRANSFORM, api.Family.PARTIAL)
+        _STATEMENT_WORDS = tuple(api.spelled_names(names))
+    return _STATEMENT_WORDS
+
+
+def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
+    """Complete an imports-only summary (the module spells a wrapper's name)."""
+    try:
+        tree = ast.parse(source, s.path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return s
+    full = ModuleSummary(s.module, s.path, s.is_package)
+    _imports(tree, full)
+    defined = {st.name for st in tree.body
+               if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    try:
+        _Extractor(full, defined).run(tree)
+    except RecursionError:
+        return s
+    return full
