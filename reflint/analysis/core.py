@@ -28,7 +28,6 @@ from .constants import (
 from .dependence import DependenceMixin
 from .dtypes import DtypesMixin
 from .expressions import ExpressionsMixin
-from .objects import ObjectsMixin
 from .facts import (
     ClassInfo,
     Facts,
@@ -36,6 +35,8 @@ from .facts import (
     Param,
     ReturnFact,
 )
+from .kernels import KernelsMixin
+from .objects import ObjectsMixin
 from .project import ProjectMixin
 from .queries import QueriesMixin
 from .state import (
@@ -48,7 +49,7 @@ from .syntax import (
 
 
 class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin,
-                     DependenceMixin, ObjectsMixin, DtypesMixin):
+                     KernelsMixin, DependenceMixin, ObjectsMixin, DtypesMixin):
     """Analysis of one module. Build with ``ModuleAnalysis(module)``; rules read the facts."""
 
     def __init__(self, module: cst.Module, path: str = "<string>", settings=None,

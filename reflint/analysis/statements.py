@@ -59,9 +59,9 @@ from .syntax import (
     _binds_name,
     _body,
     _in_own_scope,
-    op_text,
     child_nodes,
     dotted_name,
+    op_text,
     walk_nodes,
 )
 
