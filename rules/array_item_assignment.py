@@ -340,85 +340,82 @@ def _is_local(analysis, name, func) -> bool:
 
 def _maybe_aliased(analysis, name, func, stmt) -> bool:
     """A bare use of ``name`` (not ``name[...]``, ``name.attr`` or a rebinding) before the
-    write, or anywhere when the write is in a loop: the array may be held elsewhere too."""
-    scope_node = analysis.module if func is None or func.is_module else func.node.body
-    write_line = analysis.line_of(stmt) or 0
-    in_loop = [False]
-    uses = []
+    write, or anywhere when the write is in a loop: the array may be held elsewhere too.
 
-    class V(cst.CSTVisitor):
-        depth = 0
+    The scope is walked once for all names and writes (``_AliasIndex``), not once per finding:
+    a module of N item assignments costs O(N), not O(N^2)."""
+    module_scope = func is None or func.is_module
+    scope_node = analysis.module if module_scope else func.node.body
+    cache = analysis.__dict__.setdefault("_ref013_alias_index", {})
+    index = cache.get(id(scope_node))
+    if index is None:
+        index = cache[id(scope_node)] = _AliasIndex(module_scope)
+        scope_node.visit(index)
+    uses = index.uses.get(name)
+    if not uses:
+        return False
+    if id(stmt) in index.looped:
+        return True
+    first = index.first_line.get(name)
+    if first is None:
+        first = index.first_line[name] = min((analysis.line_of(u) or 0) for u in uses)
+    return first <= (analysis.line_of(stmt) or 0)
 
-        def visit_For(self, node):
-            if _contains(node.body, stmt):
-                in_loop[0] = True
 
-        def visit_While(self, node):
-            if _contains(node.body, stmt):
-                in_loop[0] = True
+class _AliasIndex(cst.CSTVisitor):
+    """One walk of a scope: the bare uses of every name (``uses``: name -> nodes) and the
+    assignments inside a ``for``/``while`` body (``looped``: node ids). At module scope a
+    nested function or class counts every occurrence of a name as a use (it may run at any
+    time), and its own loops do not count."""
 
-        def visit_Subscript(self, node):
+    def __init__(self, module_scope: bool):
+        super().__init__()
+        self.module_scope = module_scope
+        self.uses: dict = {}
+        self.looped: set = set()
+        self.first_line: dict = {}
+        self._bodies: set = set()
+        self._loop = 0
+        self._in_def = 0
+
+    def _use(self, name, node):
+        self.uses.setdefault(name, []).append(node)
+
+    def on_visit(self, node) -> bool:
+        if id(node) in self._bodies:
+            self._loop += 1
+        if self._loop and isinstance(node, (cst.Assign, cst.AugAssign)):
+            self.looped.add(id(node))
+        if self._in_def:
+            if isinstance(node, cst.Name):
+                self._use(node.value, node)
+            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                self._in_def += 1
+            return True
+        if isinstance(node, (cst.For, cst.While)):
+            self._bodies.add(id(node.body))
+        elif isinstance(node, cst.Subscript):
             if isinstance(node.value, cst.Name):
                 for el in node.slice:
                     el.visit(self)
                 return False
-
-        def visit_Attribute(self, node):
+        elif isinstance(node, cst.Attribute):
             if isinstance(node.value, cst.Name):
                 return False
-
-        def visit_AssignTarget(self, node):
+        elif isinstance(node, cst.AssignTarget):
             if isinstance(node.target, cst.Name):
                 return False
+        elif isinstance(node, cst.AugAssign):
+            if isinstance(node.target, cst.Name):
+                self._use(node.target.value, node)
+        elif isinstance(node, cst.Name):
+            self._use(node.value, node)
+        elif self.module_scope and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self._in_def = 1
+        return True
 
-        def visit_AugAssign(self, node):
-            if isinstance(node.target, cst.Name) and node.target.value == name:
-                uses.append(node)
-
-        def visit_Name(self, node):
-            if node.value == name:
-                uses.append(node)
-
-        def visit_FunctionDef(self, node):
-            if func is None or func.is_module:
-                uses.extend(_names_in(node, name))
-                return False
-
-        def visit_ClassDef(self, node):
-            if func is None or func.is_module:
-                uses.extend(_names_in(node, name))
-                return False
-
-    scope_node.visit(V())
-    for u in uses:
-        if in_loop[0]:
-            return True
-        line = analysis.line_of(u) or 0
-        if line <= write_line:
-            return True
-    return False
-
-
-def _contains(tree, node) -> bool:
-    found = [False]
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, n):
-            if n is node:
-                found[0] = True
-            return not found[0]
-
-    tree.visit(V())
-    return found[0]
-
-
-def _names_in(tree, name) -> list:
-    out = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n):
-            if n.value == name:
-                out.append(n)
-
-    tree.visit(V())
-    return out
+    def on_leave(self, original_node) -> None:
+        if id(original_node) in self._bodies:
+            self._loop -= 1
+        if self._in_def and isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
+            self._in_def -= 1
