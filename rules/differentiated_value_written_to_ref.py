@@ -8,7 +8,7 @@ from reflint.rule import Finding, Rule
 from ._common import REF_EVIDENCE, created_with_kind, module_spelling, ref_name
 
 cst = lazy("libcst")
-_taint = lazy("reflint.taint")
+
 
 class DifferentiatedValueWrittenToRef(Rule):
     """A value that depends on differentiated inputs is written into a ref JAX does not differentiate.
@@ -86,7 +86,7 @@ class DifferentiatedValueWrittenToRef(Rule):
     triggers = REF_EVIDENCE
 
     def check(self, analysis):
-        for w in _taint.differentiation(analysis).writes:
+        for w in analysis.differentiation().writes:
             acc = w.access
             if created_with_kind(analysis, acc.ref, api.NO_GRAD_KINDS):
                 continue  # `new_ref(..., kind="no_grad_no_remat")` takes differentiated values

@@ -10,7 +10,7 @@ from ._common import (REF_EVIDENCE, nnx_what, nnx_words, read_fix_factory, ref_n
                       where_from)
 
 cst = lazy("libcst")
-_taint = lazy("reflint.taint")
+
 
 
 class GradWithRespectToRef(Rule):
@@ -103,7 +103,7 @@ class GradWithRespectToRef(Rule):
                     continue
                 for target in call.targets:
                     role = next((r for r in target.roles.values() if r.transform is t), None)
-                    names = (_taint.differentiated_param_names(analysis, target, role)
+                    names = (analysis.differentiated_param_names(target, role)
                              if role else None)
                     if not names:
                         continue

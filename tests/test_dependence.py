@@ -13,7 +13,6 @@ import libcst as cst
 import pytest
 
 from reflint import analysis as an
-from reflint import taint
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = sorted(glob.glob(os.path.join(HERE, "fixtures", "differentiated_value_written_to_ref",
@@ -47,7 +46,7 @@ def test_dependence_leaves_the_facts_unchanged(path):
     with open(path, encoding="utf-8") as fh:
         a = _analysis(fh.read())
     before = _facts(a)
-    d = taint.differentiation(a)
+    d = a.differentiation()
     assert _facts(a) == before
     assert a._eval.__func__ is an.ModuleAnalysis._eval  # the evaluation without dependence
     name = os.path.basename(path)
@@ -70,7 +69,7 @@ def _chain(depth: int) -> str:
 def test_calls_are_followed_to_the_depth_limit(depth, found):
     """The root and up to MAX_DEPENDENCE_DEPTH - 1 nested helpers (as the statement walker
     this replaced did)."""
-    assert bool(taint.differentiation(_analysis(_chain(depth))).writes) is found
+    assert bool(_analysis(_chain(depth)).differentiation().writes) is found
 
 
 def test_one_helper_two_contexts():
@@ -82,6 +81,6 @@ def test_one_helper_two_contexts():
         "def loss(x, y):\n    store(log_ref, x * 2.0)\n    tmp = jax.new_ref(0.0)\n"
         "    store(tmp, y)\n    return x + tmp[...]\n\n"
         "jax.grad(loss, argnums=(0, 1))(1.0, 2.0)\n")
-    d = taint.differentiation(_analysis(source))
+    d = _analysis(source).differentiation()
     assert [(w.access.func.name, w.inputs, w.ref_kind) for w in d.writes] == \
         [("store", frozenset({"x"}), "closed-over")]

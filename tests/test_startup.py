@@ -15,7 +15,7 @@ from reflint.cli import main
 from reflint.rule import all_rules
 rules = all_rules()  # every rule module, for codes, names and pre-filter triggers
 assert len(rules) >= 15, rules
-heavy = {m for m in ("libcst", "reflint.analysis", "reflint.taint", "reflint.fasttree",
+heavy = {m for m in ("libcst", "reflint.analysis", "reflint.fasttree",
                      "reflint.gate", "multiprocessing", "concurrent.futures.process")
          if m in sys.modules}
 print("after import:", sorted(heavy))

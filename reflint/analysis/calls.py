@@ -1,0 +1,762 @@
+"""Calls (``CallsMixin``): JAX APIs, transforms, control flow, Pallas launches, NNX,
+partials, local functions and their bindings."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from .. import api
+from ..values import (
+    QN,
+    ArrayVal,
+    Choice,
+    ClassVal,
+    FuncVal,
+    InstanceVal,
+    NamespaceVal,
+    NnxVal,
+    OneOf,
+    RefSeqVal,
+    RefVal,
+    SeqVal,
+    SpecialVal,
+    Transform,
+    TransformVal,
+    Value,
+    as_view,
+    is_interesting,
+    join,
+)
+from .alternatives import (
+    _one_of,
+    _tag_via,
+)
+from .constants import (
+    MUTATING_METHODS,
+)
+from .facts import (
+    Binding,
+    Creation,
+    Freeze,
+    FunctionInfo,
+    KernelLaunch,
+    MutatingCall,
+    PlainCall,
+    RefAccess,
+    RefUse,
+    TracedCall,
+    TracedConstructor,
+    VjpApplication,
+    VjpCall,
+    WithRefs,
+)
+from .state import (
+    _State,
+)
+from .syntax import (
+    _LITERALS,
+    _METHOD_KINDS,
+    _binds_name,
+    _bool_constant,
+    _first_positional,
+    _first_positional_arg,
+    _is_docstring,
+    _slice_of,
+)
+
+
+class CallsMixin:
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def _eval_args(self, call: cst.Call, state: _State) -> list:
+        out = []
+        for a in call.args:
+            out.append((a, self._eval(a.value, state)))
+        return out
+
+    def _eval_call(self, node: cst.Call, state: _State) -> Optional[Value]:
+        fv = self._eval(node.func, state)
+        args = self._eval_args(node, state)
+        if type(node.func) is cst.Attribute and node.func.attr.value in MUTATING_METHODS:
+            receiver = self._values.get(id(node.func.value))
+            if not isinstance(receiver, (QN, RefVal, FuncVal, ClassVal)):
+                self._sink.add(MutatingCall(node, receiver, node.func.attr.value,
+                                            self._func))
+        if isinstance(fv, FuncVal):
+            fv = self._forwarded_api(fv) or fv
+        if isinstance(fv, FuncVal) and args and not args[0][0].keyword and \
+                not args[0][0].star and self._applies_first(fv):
+            # `def call(f, *args): return f(*args)`: `call(g, a, b)` calls `g(a, b)` here.
+            fv, args = args[0][1], args[1:]
+            if not isinstance(fv, (FuncVal, OneOf, QN)):
+                return None
+            if isinstance(fv, FuncVal):
+                fv = self._forwarded_api(fv) or fv
+        if isinstance(fv, QN):
+            return self._call_qn(node, fv.qualname, args, state)
+        if isinstance(fv, FuncVal):
+            return self._call_func(node, fv, args, state)
+        if isinstance(fv, Choice):
+            # `{"jit": jax.jit, "vmap": jax.vmap}[name](f)`: each may be the one called.
+            target = _first_positional(args)
+            return _one_of(_tag_via(self._call_alternative(node, v, args, state), target,
+                                    node.func, v, self.module)
+                           for _, v in fv.alts)
+        if isinstance(fv, OneOf):
+            # `kernel = a if c else b; kernel(...)`, `if jit: f = jax.jit(f)`: each runs.
+            return _one_of(self._call_alternative(node, f, args, state) for f in fv.alts)
+        if isinstance(fv, TransformVal):
+            target = _first_positional(args)
+            if isinstance(target, FuncVal):
+                return self._apply_api(api.API[fv.kind], target, node, fv.kwargs, fv.args,
+                                       state, fv.node)
+            a = api.API[fv.kind]
+            if isinstance(target, OneOf) and a.family is api.Family.TRANSFORM:
+                return _one_of(self._apply_api(a, f, node, fv.kwargs, fv.args, state, fv.node)
+                               for f in target.alts)
+            if isinstance(target, OneOf) and a.family is api.Family.KERNEL:
+                for f in target.alts:
+                    self._apply_api(a, f, node, fv.kwargs, fv.args, state, fv.node)
+                if a.result is api.Result.LAUNCHER:
+                    return SpecialVal("launcher", target, node, a.name, dict(fv.kwargs))
+            return None
+        if isinstance(fv, ClassVal):
+            init = fv.cls.methods.get("__init__")
+            inst = InstanceVal(fv.cls, node)
+            if init is not None:
+                self._call_func(node, FuncVal(init.info, init.transforms, (), (), inst), args,
+                                state)
+            if fv.cls.nnx and self._refs_mode:
+                # An NNX Module/Pytree created with refs on: its Variables hold refs.
+                return RefVal(key=("new", id(node)), origin="created", node=node,
+                              scope=self._func, tree=fv.cls.nnx,
+                              cls=fv.cls if fv.cls.nnx == "module" else None)
+            return inst
+        if isinstance(fv, SpecialVal):
+            return self._call_special(node, fv, args, state)
+        return None
+
+    def _call_alternative(self, node: cst.Call, fv: Value, args: list, state: _State):
+        """One alternative of a OneOf or a Choice called with ``args``."""
+        if isinstance(fv, QN):
+            return self._call_qn(node, fv.qualname, args, state)
+        if isinstance(fv, FuncVal):
+            fv = self._forwarded_api(fv) or fv
+            if isinstance(fv, QN):
+                return self._call_qn(node, fv.qualname, args, state)
+            return self._call_func(node, fv, args, state)
+        if isinstance(fv, OneOf):
+            return _one_of(self._call_alternative(node, f, args, state) for f in fv.alts)
+        if isinstance(fv, TransformVal):
+            target = _first_positional(args)
+            if isinstance(target, FuncVal):
+                return self._apply_api(api.API[fv.kind], target, node, fv.kwargs, fv.args,
+                                       state, fv.node)
+        return None
+
+    def _call_qn(self, node: cst.Call, qn: str, args: list, state: _State) -> Optional[Value]:
+        if qn in api.NAMESPACE_CONSTRUCTORS:
+            if any(arg.star for arg, _ in args):
+                return None
+            return NamespaceVal(node, {arg.keyword.value: v for arg, v in args if arg.keyword})
+        a = api.lookup(qn)
+        if a is None:
+            if qn.startswith("builtins."):
+                name = qn[len("builtins."):]
+                if name in api.BUILTINS_NEEDING_ARRAY:
+                    for arg, v in args:
+                        if isinstance(v, RefVal) and not arg.keyword:
+                            self._ref_use("builtin", arg.value, v, node, name)
+                if name in ("tuple", "list") and len(args) == 1:
+                    v = args[0][1]
+                    if isinstance(v, SeqVal):
+                        return SeqVal(v.items, name)
+                return None
+            if api.is_array_function(qn):
+                self._array_function_args(node, qn, args)
+                if api.returns_jax_array(qn):
+                    return ArrayVal(node)
+            return None
+        fam = a.family
+        F = api.Family
+        if fam is F.REF_CONSTRUCTOR:
+            init_arg = _first_positional_arg(args)
+            init_value = init_arg[1] if init_arg else None
+            ref = RefVal(key=("new", id(node)), origin="created", node=node, scope=self._func,
+                         kwargs={arg.keyword.value: arg.value for arg, _ in args if arg.keyword})
+            self._sink.add(Creation(node, self._func, ref,
+                                    init_arg[0].value if init_arg else None,
+                                    init_value, a.name))
+            return ref
+        if fam is F.NNX:
+            return self._call_nnx(node, a, args)
+        if fam is F.FREEZE:
+            target = _first_positional_arg(args)
+            if target is not None and isinstance(target[1], RefVal):
+                ref = target[1]
+                self._sink.add(Freeze(node, self._func, target[0].value, ref))
+                state.frozen.setdefault(ref.key, node)  # the first freeze ends the ref
+            return ArrayVal(node)
+        if fam is F.FREE:  # jax.free_ref(ref) ends the ref, as a freeze does
+            target = _first_positional_arg(args)
+            if target is not None and isinstance(target[1], RefVal):
+                state.frozen.setdefault(target[1].key, node)
+            return None
+        if fam is F.REF_READ:
+            target = _first_positional_arg(args)
+            if target is not None and isinstance(target[1], RefVal):
+                self._record_access("get", node, target[0].value, target[1], None, state)
+            return ArrayVal(node)
+        if fam is F.REF_WRITE:
+            target = _first_positional_arg(args)
+            if target is not None and isinstance(target[1], RefVal):
+                pos = [arg for arg, _ in args if not arg.keyword and not arg.star]
+                val = pos[2].value if len(pos) > 2 else None
+                if val is None:
+                    for arg, _ in args:
+                        if arg.keyword and arg.keyword.value in ("value", "val", "x"):
+                            val = arg.value
+                self._record_access(a.name[len("ref_"):], node, target[0].value, target[1],
+                                    val, state)
+            return ArrayVal(node) if a.result is api.Result.ARRAY else None
+        if fam is F.TRANSFORM:
+            target = _first_positional(args)
+            kwargs = {arg.keyword.value: arg.value for arg, _ in args if arg.keyword}
+            rest = tuple(arg.value for arg, _ in args[1:] if not arg.keyword)
+            if isinstance(target, FuncVal):
+                if a.primals:
+                    return self._call_jvp_like(node, a, target, args, state)
+                return self._wrap(target, Transform(a.name, node, kwargs, rest), node)
+            if isinstance(target, OneOf):  # each of the functions a name may hold
+                if a.primals:
+                    for f in target.alts:
+                        self._call_jvp_like(node, a, f, args, state)
+                    return None
+                return _one_of(self._wrap(f, Transform(a.name, node, kwargs, rest), node)
+                               for f in target.alts)
+            if target is None and not any(not arg.keyword for arg, _ in args):
+                return TransformVal(a.name, node, kwargs)
+            if isinstance(target, QN) and a.role is not None:
+                ctor = api.lookup(target.qualname)
+                if ctor is not None and ctor.family is F.REF_CONSTRUCTOR:
+                    # `jax.jit(jax.new_ref)`: the traced function returns the ref it makes.
+                    return SpecialVal("traced_constructor", ctor.name, node, a.name)
+            return None
+        if fam is F.PARTIAL:
+            return self._call_partial(node, args)
+        if fam is F.CONTROL_FLOW:
+            return self._call_control_flow(node, a, args, state)
+        if fam in (F.KERNEL, F.INLINE, F.WRAPPER):
+            kwargs = {arg.keyword.value: arg.value for arg, _ in args if arg.keyword}
+            positional = [(arg, v) for arg, v in args if not arg.keyword and not arg.star]
+            if a.factory == "always" or (a.factory and not positional):
+                return TransformVal(a.name, node, kwargs,
+                                    tuple(arg.value for arg, _ in positional))
+            target = positional[0][1] if positional else None
+            if isinstance(target, FuncVal):
+                return self._apply_api(a, target, node, kwargs, (), state)
+            if isinstance(target, OneOf):  # `kernel = k1 if c else k2`: each may run
+                for f in target.alts:
+                    self._apply_api(a, f, node, kwargs, (), state)
+                if a.result is api.Result.LAUNCHER:
+                    return SpecialVal("launcher", target, node, a.name, dict(kwargs))
+                return None
+            return None
+        if fam is F.ARRAY:
+            self._array_function_args(node, qn, args)
+            first = _first_positional(args)
+            if a.result is api.Result.PASS_THROUGH:
+                return first
+            return ArrayVal(node) if isinstance(first, ArrayVal) else None
+        return None
+
+    def _call_nnx(self, node: cst.Call, a: "api.Api", args: list) -> Optional[Value]:
+        """Flax NNX: which objects hold refs (docs/flax-nnx.md)."""
+        R = api.Result
+        kw = {arg.keyword.value: (arg, v) for arg, v in args if arg.keyword}
+        pos = [(arg, v) for arg, v in args if not arg.keyword and not arg.star]
+        first = pos[0][1] if pos else None
+
+        def tree(kind="state", cls=None, explicit=False) -> RefVal:
+            return RefVal(key=("new", id(node)), origin="created", node=node, scope=self._func,
+                          tree=kind, cls=cls, kwargs={"ref": True} if explicit else {})
+
+        def converted() -> RefVal:  # a copy of ``first`` whose Variables are refs
+            cls = first.cls if isinstance(first, (RefVal, InstanceVal)) else None
+            return tree("module" if cls is not None else "state", cls)
+
+        if a.result is R.REF_SWITCH:
+            # use_refs(True) / var_defaults(ref=True) (off unless a literal True); nothing
+            # without a ref argument (`var_defaults(hijax=True)`, `var_defaults()`).
+            given = kw["ref"][0].value if "ref" in kw else pos[0][0].value if pos and \
+                a.name == "use_refs" else None
+            if given is None:
+                return None
+            return SpecialVal("ref_switch", _bool_constant(given))
+        if a.result is R.REF_TREE:
+            return converted()
+        if a.result is R.NNX_WITH_VARS:
+            on = _bool_constant(kw["ref"][0].value) if "ref" in kw else None
+            return converted() if on else None
+        if a.result is R.NNX_SPLIT:
+            if not (isinstance(first, RefVal) and first.tree) or \
+                    any(arg.star for arg, _ in args):
+                return None
+            states = tuple(RefVal(key=("split", id(node), i), origin="created", node=node,
+                                  scope=self._func, tree="state")
+                           for i in range(max(1, len(pos) - 1)))
+            return SeqVal((None,) + states)
+        if a.result is R.NNX_MERGE:
+            if any(isinstance(v, RefVal) and v.tree for _, v in pos[1:]):
+                return tree("module")
+            return None
+        if a.result is R.NNX_OBJECT:
+            on, explicit = self._refs_mode, False
+            for k in a.ref_keywords:
+                if k in kw:
+                    on = explicit = _bool_constant(kw[k][0].value)
+                    if on is None:
+                        return None
+                    if not on:
+                        return NnxVal("variable", node, arrays=True)
+            kind = "variable" if a.ref_keywords else "module"
+            return tree(kind, explicit=explicit) if on else NnxVal(kind, node)
+        return None
+
+    def _note_refs_mode(self, info: FunctionInfo, on: bool) -> None:
+        """A call of ``info`` made with NNX refs ``on`` (or off)."""
+        modes = self._new_refs_mode
+        before = modes.get(id(info))
+        if id(info) in self._forced_refs_mode:
+            now = True
+        elif info.roles:
+            # A traced function (jax.jit ...) is traced anew by a call with refs on: what that
+            # trace does (REF001 ...) fails then, whatever its other calls do.
+            now = bool(before) or on
+        else:
+            now = on and before is not False  # a plain helper: only if every call has refs on
+        modes[id(info)] = now
+        if now and before is None:
+            self._interprocedural = True
+
+    def _array_function_args(self, node: cst.Call, qn: str, args: list) -> None:
+        """Refs given to an array function: each is a use as an Array (REF007)."""
+        for arg, v in args:
+            if isinstance(v, RefVal):
+                self._ref_use("call_arg", arg.value, v, node, qn)
+            elif isinstance(arg.value, (cst.List, cst.Tuple)):
+                # jnp.stack([a_ref, b]): refs listed directly in a sequence argument.
+                for el in arg.value.elements:
+                    ev = self._values.get(id(el.value))
+                    if isinstance(ev, RefVal) and not isinstance(el, cst.StarredElement):
+                        self._ref_use("call_arg", el.value, ev, node, qn)
+
+    def _call_partial(self, node: cst.Call, args: list) -> Optional[Value]:
+        target = _first_positional(args)
+        if isinstance(target, FuncVal):
+            target = self._forwarded_api(target) or target
+        kwargs = {arg.keyword.value: arg.value for arg, _ in args if arg.keyword}
+        extra = tuple(v for arg, v in args[1:] if not arg.keyword and not arg.star)
+        if isinstance(target, QN):
+            t = api.lookup(target.qualname)
+            if t is not None and (t.family is api.Family.TRANSFORM or t.factory or
+                                  t.family is api.Family.KERNEL):
+                return TransformVal(t.name, node, kwargs,
+                                    tuple(arg.value for arg, _ in args[1:] if not arg.keyword))
+            return None
+        if isinstance(target, TransformVal):
+            merged = dict(target.kwargs)
+            merged.update(kwargs)
+            return TransformVal(target.kind, node, merged, target.args)
+        if isinstance(target, FuncVal):
+            if any(arg.star for arg, _ in args[1:]):
+                return None
+            kw_values = tuple((arg.keyword.value, v) for arg, v in args[1:] if arg.keyword)
+            return FuncVal(target.info, target.transforms, target.bound_args + extra,
+                           target.bound_kwargs + tuple(kwargs), target.self_value,
+                           target.bound_kw_values + kw_values)
+        if isinstance(target, OneOf):
+            alts = [self._call_partial(node, [(args[0][0], f)] + list(args[1:]))
+                    for f in target.alts]
+            if all(isinstance(f, FuncVal) for f in alts):
+                return OneOf(tuple(alts))
+        return None
+
+    def _forwarded_api(self, fv: FuncVal) -> Optional[QN]:
+        """A local function that only forwards its arguments to a JAX transform or Pallas entry
+        point (``def pallas_call(self, *args, **kwargs): return pl.pallas_call(*args, **kwargs,
+        interpret=True)``, as JAX's own tests do) stands for that API: its QN, else None."""
+        if fv.transforms or fv.bound_args or fv.bound_kwargs:
+            return None
+        info = fv.info
+        return self.cached(("forwards", id(info)), lambda: self._forwarding(info))
+
+    def _applies_first(self, fv: FuncVal) -> bool:
+        """``fv`` only calls its first parameter with the rest of its arguments
+        (``def call(f, *args, **kw): return f(*args, **kw)``)."""
+        if fv.transforms or fv.bound_args or fv.bound_kwargs or fv.self_value is not None:
+            return False
+        info = fv.info
+        return self.cached(("applies", id(info)), lambda: self._applying(info))
+
+    @staticmethod
+    def _applying(info: FunctionInfo) -> bool:
+        node = info.node
+        if type(node) is not cst.FunctionDef or node.decorators or info.is_method:
+            return False
+        ps = info.params
+        if len(ps) not in (2, 3) or ps[0].kind not in ("pos", "posonly") or \
+                ps[1].kind != "vararg" or (len(ps) == 3 and ps[2].kind != "kwarg"):
+            return False
+        stmts = [st for st in getattr(node.body, "body", ())]
+        if stmts and _is_docstring(stmts[0]):
+            stmts = stmts[1:]
+        if len(stmts) != 1 or type(stmts[0]) is not cst.SimpleStatementLine or \
+                len(stmts[0].body) != 1 or type(stmts[0].body[0]) not in (cst.Return, cst.Expr):
+            return False
+        call = stmts[0].body[0].value
+        if type(call) is not cst.Call or type(call.func) is not cst.Name or \
+                call.func.value != ps[0].name:
+            return False
+        want = [("*", ps[1].name)] + ([("**", ps[2].name)] if len(ps) == 3 else [])
+        got = [(a.star, a.value.value if type(a.value) is cst.Name else None)
+               for a in call.args]
+        return got == want
+
+    def _forwarding(self, info: FunctionInfo) -> Optional[QN]:
+        node = info.node
+        if type(node) is not cst.FunctionDef or not all(
+                type(d.decorator) is cst.Name and d.decorator.value in _METHOD_KINDS
+                for d in node.decorators):
+            return None
+        vararg = next((p.name for p in info.params if p.kind == "vararg"), None)
+        others = [p for p in info.params if p.kind not in ("vararg", "kwarg")]
+        if vararg is None or len(others) > (1 if info.is_method else 0):
+            return None
+        stmts = [st for st in getattr(node.body, "body", ())]
+        if stmts and _is_docstring(stmts[0]):
+            stmts = stmts[1:]
+        # The last statement returns the API's call on `*args`; statements before it may
+        # adjust keyword arguments (JAX's ops_test sets `kwargs["compiler_params"]`), but not
+        # rebind the positional ones.
+        if not stmts or type(stmts[-1]) is not cst.SimpleStatementLine or \
+                len(stmts[-1].body) != 1 or type(stmts[-1].body[0]) is not cst.Return or \
+                any(_binds_name(st, vararg) for st in stmts[:-1]):
+            return None
+        call = stmts[-1].body[0].value
+        if type(call) is not cst.Call:
+            return None
+        pos = [a for a in call.args if a.keyword is None and a.star != "**"]
+        if not pos or pos[0].star != "*" or type(pos[0].value) is not cst.Name or \
+                pos[0].value.value != vararg:
+            return None
+        target = self._lookup_static(call.func, info)
+        if not isinstance(target, QN):
+            return None
+        a = api.lookup(target.qualname)
+        if a is None or a.name not in api.DECORATOR_APIS:
+            return None
+        return target
+
+    def _mark_kernel(self, kernel: FuncVal, node, callee: "api.Callee", kwargs=None) -> None:
+        """``kernel`` is a Pallas kernel (or a run_state body): its parameters are refs, but
+        for those bound with functools.partial and those the registry says are not (a
+        pipeline body's indices and carry)."""
+        info = kernel.info
+        if callee.refs:
+            bound = {p.name for p in info.params[:len(kernel.bound_args)]} | \
+                set(kernel.bound_kwargs)
+            # A parameter with a literal default (`scale=1.0`) is configuration the caller
+            # leaves alone (a with_scoped body's), never a ref.
+            bound |= {p.name for p in info.params if p.node.default is not None and
+                      type(p.node.default) in _LITERALS}
+            free = [p for p in info.params
+                    if p.kind in ("pos", "posonly", "vararg") and p.name not in bound]
+            bound |= {p.name for p in free[:callee.leading]}
+            if free and any(k in (kwargs or {}) for k in callee.carry_if):
+                bound.add(free[-1].name)
+            # Arguments bound by functools.partial reach their parameters (a scratch ref
+            # handed to a pipeline body: `partial(body, acc_ref)`).
+            named = [p for p in info.params if p.kind in ("pos", "posonly")]
+            for p, v in zip(named, kernel.bound_args):
+                if is_interesting(v):
+                    self._seed(info, p.name, v)
+            for name, v in kernel.bound_kw_values:
+                if is_interesting(v) and info.param(name) is not None:
+                    self._seed(info, name, v)
+            if self._pallas_kernels.get(id(info)) != bound:
+                self._pallas_kernels[id(info)] = bound
+                self._interprocedural = True
+        self._add_role(info, callee.role, node)
+
+    def _call_special(self, node, fv: SpecialVal, args, state) -> Optional[Value]:
+        if fv.kind == "traced_constructor":
+            self._sink.add(TracedConstructor(node, self._func, fv.api_name,
+                                             fv.target, fv.node))
+            return None
+        if fv.kind == "vjp_fn":  # the VJP function applied to cotangents
+            self._sink.add(VjpApplication(node, fv.target, self._func))
+            return None
+        if fv.kind == "vjp_with_refs":  # vjp_fn.with_refs(*entries): a VJP function again
+            plain = not any(arg.star or arg.keyword for arg, _ in args)
+            self._sink.add(WithRefs(node, fv.target, self._func,
+                                    list(args) if plain else None))
+            entries = len(args) if plain else None
+            return SpecialVal("vjp_bound", (fv.target, node, entries), node, fv.api_name)
+        if fv.kind == "vjp_bound":
+            vjp, with_refs, entries = fv.target
+            self._sink.add(VjpApplication(node, vjp, self._func, with_refs,
+                                          entries))
+            return None
+        if fv.kind == "defvjp":
+            primal: FuncVal = fv.target
+            fns = [v for a, v in args if not a.keyword][:2]
+            for a, v in args:
+                if a.keyword and a.keyword.value in ("fwd", "bwd"):
+                    fns.append(v)
+            names = ("fwd", "bwd")
+            rules = {}
+            for role_name, v in zip(names, fns):
+                if isinstance(v, FuncVal):
+                    rules[role_name] = v.info
+                    v.info.custom_vjp_primal = primal.info
+                    self._add_role(v.info, api.Role(f"custom_vjp_{role_name}"), node)
+            primal.info.custom_vjp = rules
+            return None
+        if fv.kind == "defjvp":
+            rule = _first_positional(args)
+            if isinstance(rule, FuncVal):
+                self._add_role(rule.info, api.Role.CUSTOM_JVP_RULE, node)
+            return None
+        if fv.kind == "ref_view":  # x_ref.reshape(...), .bitcast(...), .transpose(...)
+            attr = node.func.attr.value if isinstance(node.func, cst.Attribute) else "view"
+            return as_view(fv.target, f".{attr}(...)")
+        if fv.kind == "launcher":
+            # Calling a kernel launcher (pallas_call(k), emit_pipeline(body), pl.kernel(body),
+            # run_state(f)) with operands: the kernel runs on refs.
+            kernel = fv.target
+            kernels = kernel.alts if isinstance(kernel, OneOf) else (kernel,)
+            targets = [k.info for k in kernels if isinstance(k, FuncVal)]
+            if targets:
+                self._sink.add(TracedCall(
+                    kind=fv.api_name, node=node, func=self._func, targets=targets,
+                    transforms=(), operands=[(v, a.value) for a, v in args], bindings={}))
+                n = None if any(a.star for a, _ in args) else \
+                    sum(1 for a, _ in args if a.keyword is None)
+                self._sink.add(KernelLaunch(targets, fv.api_name, node, n,
+                                            fv.kwargs or {}))
+            return None
+        return None
+
+    def _call_jvp_like(self, node, a: "api.Api", target: FuncVal, args, state):
+        """jvp(f, primals, tangents) / vjp(f, *primals) / linearize(f, *primals): the
+        function is traced with the primals now."""
+        rest = args[1:]
+        wrapped = self._wrap(target, Transform(a.name, node, {}), node)
+        if a.primals == "tuple":
+            primals = rest[0][1] if rest else None
+            values = list(primals.items) if isinstance(primals, SeqVal) else None
+            exprs = None
+            if values is not None and isinstance(rest[0][0].value, (cst.Tuple, cst.List)):
+                exprs = [e.value for e in rest[0][0].value.elements]
+            if values is not None:
+                self._bind_call(node, wrapped, [(None, v, exprs[i] if exprs else None)
+                                                for i, v in enumerate(values)], {}, "traced")
+            return None
+        positional = [(arg, v, arg.value) for arg, v in rest if not arg.keyword and not arg.star]
+        self._bind_call(node, wrapped, positional, {}, "traced")
+        if a.result is api.Result.VJP and not any(arg.star for arg, _ in rest):
+            vjp = VjpCall(node, self._func, target.info, [(v, e) for _, v, e in positional])
+            self._sink.add(vjp)
+            fn = SpecialVal("vjp_fn", vjp, node, a.name)
+            aux = next((arg.value for arg, _ in rest
+                        if arg.keyword is not None and arg.keyword.value == "has_aux"), None)
+            if aux is None or (isinstance(aux, cst.Name) and aux.value == "False"):
+                return SeqVal((None, fn))
+            if isinstance(aux, cst.Name) and aux.value == "True":
+                return SeqVal((None, fn, None))  # (outputs, vjp function, aux)
+            return None
+        return None
+
+    def _call_func(self, node: cst.Call, fv: FuncVal, args: list, state: _State):
+        starred = [i for i, (a, _) in enumerate(args) if a.star == "*"]
+        positional = [(a, v, a.value) for a, v in args if not a.star and a.keyword is None]
+        if starred:
+            last = max((i for i, (a, _) in enumerate(args) if not a.keyword and
+                        a.star != "**"), default=-1)
+            seq = args[starred[0]][1]
+            if len(starred) == 1 and starred[0] == last and isinstance(seq, SeqVal):
+                # `f(*args)` with `args` a tuple of known length (`def call(f, *args)`).
+                a_star = args[starred[0]][0]
+                positional += [(a_star, v, a_star.value) for v in seq.items]
+            elif len(starred) == 1 and starred[0] == last and isinstance(seq, RefSeqVal) and \
+                    seq.exact:
+                # `f(a, *refs)`: the tuple of refs fills the parameters left (Pallas kernels
+                # handing their `*refs` to a helper).
+                a_star = args[starred[0]][0]
+                n = sum(1 for p in fv.info.params if p.kind in ("pos", "posonly"))
+                n -= len(positional) + len(fv.bound_args) + (fv.self_value is not None)
+                positional += [(a_star, seq.item(i), None) for i in range(max(n, 0))]
+            else:
+                self._record_unbindable(node, fv, args)
+                return self._result_of(fv)
+        keywords = {a.keyword.value: (a, v, a.value) for a, v in args if a.keyword is not None}
+        self._bind_call(node, fv, positional, keywords, "traced" if fv.transforms else "plain")
+        return self._result_of(fv)
+
+    def _record_unbindable(self, node, fv: FuncVal, args) -> None:
+        if not fv.transforms:
+            fv.info.callers.append((self._func, node))
+            self._sink.add(PlainCall(node, self._func, fv.info, {}))
+        else:
+            self._sink.add(TracedCall(
+                kind=fv.transforms[-1].kind, node=node, func=self._func, targets=[fv.info],
+                transforms=fv.transforms, operands=[(v, a.value) for a, v in args],
+                bindings={}))
+
+    def _result_of(self, fv: FuncVal) -> Optional[Value]:
+        """What calling ``fv`` returns: its function's return value, unless a transform makes
+        something else of it (gradients, a batch)."""
+        for t in fv.transforms:
+            if api.API[t.kind].result is not api.Result.FUNCTION or \
+                    t.kind in api.GRAD_TRANSFORMS or t.kind in api.MAP_TRANSFORMS:
+                return None
+        return fv.info.return_value
+
+    def _bind_call(self, node, fv: FuncVal, positional, keywords, mode: str) -> dict:
+        """Bind call arguments to ``fv``'s parameters; seed the parameters that get refs.
+
+        ``mode``: 'traced' records a TracedCall, 'plain' a PlainCall, 'none' nothing."""
+        info = fv.info
+        params = list(info.params)
+        if fv.self_value is not None and params and params[0].kind in ("pos", "posonly"):
+            params = params[1:]
+        # functools.partial: bound positionals consume the first parameters.
+        bound_pos = list(fv.bound_args)
+        pos_params = [p for p in params if p.kind in ("pos", "posonly")]
+        vararg = next((p for p in params if p.kind == "vararg"), None)
+        bindings: dict[str, Binding] = {}
+        ordered = [(None, v, None) for v in bound_pos] + list(positional)
+        for i, (a, v, e) in enumerate(ordered):
+            if i < len(pos_params):
+                bindings[pos_params[i].name] = Binding(pos_params[i].name, v, e,
+                                                       partial=i < len(bound_pos))
+            elif vararg is not None:
+                bindings.setdefault(f"*{vararg.name}", Binding(None, None, None))
+                bindings[f"*{vararg.name}[{i - len(pos_params)}]"] = Binding(None, v, e)
+        for name, v in fv.bound_kw_values:
+            if name not in keywords and info.param(name) is not None:
+                bindings[name] = Binding(name, v, None, partial=True)
+        for name, (a, v, e) in keywords.items():
+            if info.param(name) is not None:
+                bindings[name] = Binding(name, v, e)
+            else:
+                bindings[f"**{name}"] = Binding(None, v, e)
+        for p in params:
+            if p.name not in bindings and p.name in info.defaults and \
+                    p.name not in fv.bound_kwargs:
+                bindings[p.name] = Binding(p.name, info.defaults[p.name], None)
+        # Seeds for the callee: parameters that receive refs.
+        for name, b in bindings.items():
+            if b.param is not None and is_interesting(b.value):
+                self._seed(info, name, b.value)
+        if vararg is not None and len(ordered) > len(pos_params):
+            # `def call(f, *args)`: the extra positional arguments, a tuple of known length.
+            extra = SeqVal(tuple(v for _, v, _ in ordered[len(pos_params):]))
+            if is_interesting(extra):
+                self._seed(info, vararg.name, extra)
+        self._note_refs_mode(info, self._refs_mode)
+        info.callers.append((self._func, node))
+        if info.parent is self._func and self._cur_state is not None:
+            info.call_envs.append(dict(self._cur_state.env))
+        operands = [(b.value, b.expr) for b in bindings.values() if b.expr is not None]
+        if mode == "traced":
+            self._sink.add(TracedCall(
+                kind=fv.transforms[-1].kind, node=node, func=self._func, targets=[info],
+                transforms=fv.transforms, operands=operands, bindings={id(info): bindings}))
+        elif mode == "plain":
+            self._sink.add(PlainCall(node, self._func, info, bindings))
+        return bindings
+
+    def _seed(self, info: FunctionInfo, name: str, value: Value) -> None:
+        self._interprocedural = True
+        d = self._new_seeds.setdefault(id(info), {})
+        d[name] = join(d[name], value) if name in d else value
+
+    def _note_return(self, info: FunctionInfo, value: Optional[Value]) -> None:
+        if is_interesting(value):
+            self._interprocedural = True
+            cur = self._new_returns.get(id(info), "missing")
+            self._new_returns[id(info)] = value if cur == "missing" else join(cur, value)
+        elif id(info) in self._new_returns:
+            self._new_returns[id(info)] = None
+
+    def _call_control_flow(self, node, a: "api.Api", args, state) -> Optional[Value]:
+        """A control-flow call (scan, cond, while_loop ...): each function argument is called
+        now, with the operands its Callee entry says it receives."""
+        pos = [(arg, v) for arg, v in args if not arg.keyword and not arg.star]
+        kw = {arg.keyword.value: (arg, v) for arg, v in args if arg.keyword}
+
+        def given(s: "api.Src") -> list:
+            """[(value, expr)] of the arguments ``s`` names (none when it is absent)."""
+            if s.rest:
+                return [(v, arg.value) for arg, v in pos[s.pos:]]
+            got = pos[s.pos] if s.pos is not None and s.pos < len(pos) else kw.get(s.kw)
+            return [(got[1], got[0].value)] if got is not None else []
+
+        for s in a.array_args:  # a predicate, an index, loop bounds: Arrays
+            for v, e in given(s):
+                if isinstance(v, RefVal):
+                    self._ref_use("call_arg", e, v, node, a.call_word or a.name)
+        calls: list = []  # (FuncVal, [(value, expr)], role)
+        for c in a.callees:
+            got = pos[c.pos] if c.pos is not None and c.pos < len(pos) else kw.get(c.kw)
+            if got is None:
+                continue
+            if c.sequence:
+                fns = got[1].items if isinstance(got[1], SeqVal) else ()
+            else:
+                fns = (got[1],)
+            values: list = []
+            for s in c.receives:
+                if s is None:
+                    values.append((None, None))
+                    continue
+                found = given(s)
+                if s.sliced:
+                    found = [(_slice_of(v), e) for v, e in found]
+                values.extend(found if (found or s.rest) else [(None, None)])
+            for f in fns:
+                for g in (f.alts if isinstance(f, OneOf) else (f,)):
+                    if isinstance(g, FuncVal):
+                        calls.append((g, values, c.role))
+        operands = [item for s in a.operands for item in given(s)]
+        targets = []
+        all_bindings = {}
+        for fv, values, role in calls:
+            self._add_role(fv.info, role, node)
+            positional = [(None, v, e) for v, e in values]
+            b = self._bind_call(node, FuncVal(fv.info, (), fv.bound_args, fv.bound_kwargs,
+                                              None, fv.bound_kw_values),
+                                positional, {}, "none")
+            targets.append(fv.info)
+            all_bindings[id(fv.info)] = b
+        if calls or operands:
+            self._sink.add(TracedCall(kind=a.name, node=node, func=self._func,
+                                      targets=targets, transforms=(),
+                                      operands=operands, bindings=all_bindings))
+        if a.result is api.Result.PAIR:
+            return SeqVal((None, None))
+        return None
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _ref_use(self, kind, expr, ref: RefVal, context, detail: str) -> None:
+        self._sink.add(RefUse(kind, expr, ref, context, detail, self._func))
+
+    def _record_access(self, kind, node, ref_expr, ref: RefVal, value_expr, state) -> None:
+        self._sink.add(RefAccess(kind, node, ref_expr, ref, value_expr, self._func))
+

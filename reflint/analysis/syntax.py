@@ -1,0 +1,262 @@
+"""Syntax helpers over libcst nodes: walking, positions, names, constants."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import libcst as cst
+
+from ..values import (
+    DictVal,
+    RefVal,
+    SeqVal,
+    Value,
+)
+from .facts import (
+    Param,
+)
+
+_FIELDS: dict = {}
+
+
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def walk_nodes(roots, into=None):
+    """Every node of the trees ``roots``, depth first in field order (fast field reads, see
+    child_nodes); the children of a node for which ``into(node)`` is false are not visited."""
+    stack = list(reversed(roots))
+    while stack:
+        node = stack.pop()
+        yield node
+        if into is None or into(node):
+            stack.extend(reversed(child_nodes(node)))
+
+
+def _in_own_scope(node) -> bool:
+    """Whether a walk of a scope's statements goes into ``node``: not into nested functions,
+    classes or lambdas."""
+    return type(node) not in _SCOPES
+
+
+def _target_names(t):
+    """The names an assignment target binds (``a``, ``a, (b, *c)``)."""
+    if isinstance(t, cst.Name):
+        yield t.value
+    elif isinstance(t, (cst.Tuple, cst.List)):
+        for e in t.elements:
+            yield from _target_names(e.value)
+    elif isinstance(t, cst.StarredElement):
+        yield from _target_names(t.value)
+
+
+def child_nodes(node) -> list:
+    """The child nodes of ``node`` (the nodes of ``node.children``, in field order rather than
+    source order). ``children`` runs libcst's visitor machinery for every call; reading the
+    dataclass fields is about ten times faster, which matters on a whole-module walk."""
+    fields = _FIELDS.get(type(node))
+    if fields is None:
+        fields = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+    out = []
+    is_node = _IS_NODE
+    for name in fields:
+        value = getattr(node, name)
+        t = type(value)
+        flag = is_node.get(t)
+        if flag is None:
+            flag = is_node[t] = isinstance(value, cst.CSTNode)
+        if flag:
+            out.append(value)
+        elif t is list or t is tuple:
+            for v in value:
+                flag = is_node.get(type(v))
+                if flag is None:
+                    flag = is_node[type(v)] = isinstance(v, cst.CSTNode)
+                if flag:
+                    out.append(v)
+    return out
+
+
+# type -> whether it is a libcst node: ``isinstance(x, cst.CSTNode)`` goes through ABCMeta's
+# __instancecheck__ (CSTNode is an ABC), several times slower than a dict lookup.
+_IS_NODE: dict = {list: False, tuple: False, str: False, type(None): False}
+
+
+def _positions_of(module: cst.Module):
+    """PositionProvider's ranges for every node of ``module``: one code generation pass.
+
+    (``MetadataWrapper.resolve`` gives the same mapping but also walks the whole tree once more,
+    with an empty batch of visitors: about 40 % of the cost.)"""
+    try:
+        provider = cst.metadata.PositionProvider()
+        provider._gen_impl(module)
+        return provider._computed
+    except AttributeError:  # pragma: no cover - libcst internals changed
+        wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
+        return wrapper.resolve(cst.metadata.PositionProvider)
+
+
+def slice_exprs(node: cst.Subscript):
+    """The expressions inside a subscript's index (``i``, ``a:b:c``, ``i, j``)."""
+    for el in node.slice:
+        s = el.slice
+        if isinstance(s, cst.Index):
+            yield s.value
+        else:
+            for part in (s.lower, s.upper, s.step):
+                if part is not None:
+                    yield part
+
+
+def _body(block) -> list:
+    return list(block.body) if hasattr(block, "body") else []
+
+
+def _params_of(params: cst.Parameters) -> list:
+    out = []
+    for p in params.posonly_params:
+        out.append(Param(p.name.value, p, "posonly"))
+    for p in params.params:
+        out.append(Param(p.name.value, p, "pos"))
+    if isinstance(params.star_arg, cst.Param):
+        out.append(Param(params.star_arg.name.value, params.star_arg, "vararg"))
+    for p in params.kwonly_params:
+        out.append(Param(p.name.value, p, "kwonly"))
+    if params.star_kwarg is not None:
+        out.append(Param(params.star_kwarg.name.value, params.star_kwarg, "kwarg"))
+    return out
+
+
+def dotted_name(node) -> Optional[str]:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_name(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+def _as_name(asname: cst.AsName) -> Optional[str]:
+    return asname.name.value if isinstance(asname.name, cst.Name) else None
+
+
+_COMPREHENSION_KINDS = {cst.ListComp: "list", cst.SetComp: "set", cst.GeneratorExp: "generator",
+                        cst.DictComp: "dict"}
+
+
+def _first_positional(args) -> Optional[Value]:
+    for a, v in args:
+        if not a.keyword and not a.star:
+            return v
+    return None
+
+
+def _first_positional_arg(args):
+    for a, v in args:
+        if not a.keyword and not a.star:
+            return a, v
+    return None
+
+
+_METHOD_KINDS = frozenset({"classmethod", "staticmethod"})
+
+
+_LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+             cst.UnaryOperation)
+
+
+def _binds_name(stmt, name: str) -> bool:
+    """``stmt`` (or a statement nested in it, not in a nested scope) binds ``name``."""
+    for n in walk_nodes([stmt], into=_in_own_scope):
+        t = type(n)
+        if t is cst.AssignTarget:
+            target = n.target
+        elif t in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr):
+            target = n.target
+        elif t is cst.AsName:
+            target = n.name
+        else:
+            continue
+        if name in _target_names(target):
+            return True
+    return False
+
+
+def _is_docstring(stmt) -> bool:
+    return type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 and \
+        type(stmt.body[0]) is cst.Expr and \
+        isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+
+
+def _is_pallas_param(ref: RefVal) -> bool:
+    """A parameter of a Pallas kernel itself (not an element of one): a Ref or a pytree of
+    refs, the analysis cannot tell."""
+    return ref.origin == "pallas" and len(ref.key) == 3 and ref.key[0] == "param"
+
+
+def _slice_of(value: Optional[Value]) -> Optional[Value]:
+    """What a scan/map body receives for ``xs``: slices of refs are refs (views)."""
+    if isinstance(value, RefVal):
+        return RefVal(key=("slice", value.key), origin="slice", node=value.node,
+                      scope=value.scope, name=value.name, unique=False, tree=value.tree,
+                      cls=value.cls)
+    if isinstance(value, SeqVal):
+        return SeqVal(tuple(_slice_of(v) for v in value.items), value.kind)
+    if isinstance(value, DictVal):
+        return DictVal({k: _slice_of(v) for k, v in value.items.items()})
+    return None
+
+
+def _bool_constant(expr) -> Optional[bool]:
+    """True / False for the literal ``True`` / ``False``, else None."""
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
+    return None
+
+
+def _const_index(node: cst.Subscript):
+    if len(node.slice) != 1:
+        return None
+    s = node.slice[0].slice
+    if not isinstance(s, cst.Index):
+        return None
+    return _const_key(s.value)
+
+
+def _const_key(expr):
+    if isinstance(expr, cst.Integer):
+        try:
+            return int(expr.value, 0)
+        except ValueError:
+            return None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and \
+            isinstance(expr.expression, cst.Integer):
+        k = _const_key(expr.expression)
+        return -k if k is not None else None
+    if isinstance(expr, cst.SimpleString):
+        try:
+            return expr.evaluated_value
+        except Exception:
+            return None
+    return None
+
+
+_OP_TEXT = {
+    cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.FloorDivide: "//",
+    cst.Modulo: "%", cst.Power: "**", cst.MatrixMultiply: "@", cst.LeftShift: "<<",
+    cst.RightShift: ">>", cst.BitAnd: "&", cst.BitOr: "|", cst.BitXor: "^",
+    cst.AddAssign: "+=", cst.SubtractAssign: "-=", cst.MultiplyAssign: "*=",
+    cst.DivideAssign: "/=", cst.FloorDivideAssign: "//=", cst.ModuloAssign: "%=",
+    cst.PowerAssign: "**=", cst.MatrixMultiplyAssign: "@=", cst.LeftShiftAssign: "<<=",
+    cst.RightShiftAssign: ">>=", cst.BitAndAssign: "&=", cst.BitOrAssign: "|=",
+    cst.BitXorAssign: "^=", cst.Minus: "-", cst.Plus: "+", cst.BitInvert: "~",
+    cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=",
+    cst.GreaterThan: ">", cst.GreaterThanEqual: ">=",
+}
+
+
+def _op_text(op) -> str:
+    return _OP_TEXT.get(type(op), type(op).__name__)
+
