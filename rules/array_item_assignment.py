@@ -9,6 +9,7 @@ from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal, QN
 
 cst = lazy("libcst")
+_analysis = lazy("reflint.analysis")
 
 
 # Functions, not constants: libcst is imported on first use (reflint._lazy).
@@ -349,8 +350,7 @@ def _maybe_aliased(analysis, name, func, stmt) -> bool:
     cache = analysis.__dict__.setdefault("_ref013_alias_index", {})
     index = cache.get(id(scope_node))
     if index is None:
-        index = cache[id(scope_node)] = _AliasIndex(module_scope)
-        scope_node.visit(index)
+        index = cache[id(scope_node)] = _AliasIndex(scope_node, module_scope)
     uses = index.uses.get(name)
     if not uses:
         return False
@@ -362,60 +362,53 @@ def _maybe_aliased(analysis, name, func, stmt) -> bool:
     return first <= (analysis.line_of(stmt) or 0)
 
 
-class _AliasIndex(cst.CSTVisitor):
+class _AliasIndex:
     """One walk of a scope: the bare uses of every name (``uses``: name -> nodes) and the
     assignments inside a ``for``/``while`` body (``looped``: node ids). At module scope a
     nested function or class counts every occurrence of a name as a use (it may run at any
-    time), and its own loops do not count."""
+    time), and its own loops do not count. Walks the dataclass fields (``child_nodes``), not
+    libcst's visitor, which rebuilds every node it passes."""
 
-    def __init__(self, module_scope: bool):
-        super().__init__()
-        self.module_scope = module_scope
+    def __init__(self, scope_node, module_scope: bool):
         self.uses: dict = {}
         self.looped: set = set()
         self.first_line: dict = {}
-        self._bodies: set = set()
-        self._loop = 0
-        self._in_def = 0
-
-    def _use(self, name, node):
-        self.uses.setdefault(name, []).append(node)
-
-    def on_visit(self, node) -> bool:
-        if id(node) in self._bodies:
-            self._loop += 1
-        if self._loop and isinstance(node, (cst.Assign, cst.AugAssign)):
-            self.looped.add(id(node))
-        if self._in_def:
-            if isinstance(node, cst.Name):
-                self._use(node.value, node)
-            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                self._in_def += 1
-            return True
-        if isinstance(node, (cst.For, cst.While)):
-            self._bodies.add(id(node.body))
-        elif isinstance(node, cst.Subscript):
-            if isinstance(node.value, cst.Name):
-                for el in node.slice:
-                    el.visit(self)
-                return False
-        elif isinstance(node, cst.Attribute):
-            if isinstance(node.value, cst.Name):
-                return False
-        elif isinstance(node, cst.AssignTarget):
-            if isinstance(node.target, cst.Name):
-                return False
-        elif isinstance(node, cst.AugAssign):
-            if isinstance(node.target, cst.Name):
-                self._use(node.target.value, node)
-        elif isinstance(node, cst.Name):
-            self._use(node.value, node)
-        elif self.module_scope and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            self._in_def = 1
-        return True
-
-    def on_leave(self, original_node) -> None:
-        if id(original_node) in self._bodies:
-            self._loop -= 1
-        if self._in_def and isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
-            self._in_def -= 1
+        uses = self.uses
+        children = _analysis.child_nodes
+        defs = (cst.FunctionDef, cst.ClassDef)
+        stack = [(scope_node, False, False)]  # node, in a loop body, in a module-level def
+        while stack:
+            node, loop, in_def = stack.pop()
+            t = type(node)
+            if loop and (t is cst.Assign or t is cst.AugAssign):
+                self.looped.add(id(node))
+            if in_def:
+                if t is cst.Name:
+                    uses.setdefault(node.value, []).append(node)
+                else:
+                    stack.extend((c, loop, True) for c in children(node))
+                continue
+            if t is cst.For or t is cst.While:
+                body = node.body
+                stack.extend((c, loop or c is body, False) for c in children(node))
+                continue
+            if t is cst.Subscript:
+                if type(node.value) is cst.Name:
+                    stack.extend((el, loop, False) for el in node.slice)
+                    continue
+            elif t is cst.Attribute:
+                if type(node.value) is cst.Name:
+                    continue
+            elif t is cst.AssignTarget:
+                if type(node.target) is cst.Name:
+                    continue
+            elif t is cst.AugAssign:
+                if type(node.target) is cst.Name:
+                    uses.setdefault(node.target.value, []).append(node)
+            elif t is cst.Name:
+                uses.setdefault(node.value, []).append(node)
+                continue
+            elif module_scope and t in defs:
+                stack.extend((c, loop, True) for c in children(node))
+                continue
+            stack.extend((c, loop, False) for c in children(node))
