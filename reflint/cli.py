@@ -15,7 +15,7 @@ import stat
 import sys
 from typing import Optional
 
-from . import __version__
+from . import __version__, isolate
 from .codes import CODES, META_CODES
 from .config import ConfigError, Resolver, overrides_from_args, show_settings
 from .engine import FileResult, fix_source, lint_bytes
@@ -194,9 +194,13 @@ PARALLEL_MIN_CHARS = 64_000
 _WORKER_SETTINGS: Optional[Settings] = None
 
 
-def _init_worker(settings: Settings) -> None:
+def _init_worker(settings: Settings, limit: bool = False) -> None:
     global _WORKER_SETTINGS
     _WORKER_SETTINGS = settings
+    if limit:  # a pool worker: the per-file memory limit (isolate)
+        from .isolate import limit_memory
+
+        limit_memory()
 
 
 def _lint_task(task) -> tuple:
@@ -225,7 +229,11 @@ def _lint_task(task) -> tuple:
             return index, res.diagnostics, True, "skipped"
         res = lint_source(source, path, settings, regex_done=True)
         return index, res.diagnostics, True, "gated" if res.skipped else "analysed"
-    except (Exception, RecursionError, MemoryError) as e:  # noqa: BLE001 - one file only
+    except MemoryError:  # over the per-file memory limit (isolate): not checked
+        from .isolate import out_of_memory
+
+        return index, [out_of_memory(path)], False, "analysed"
+    except (Exception, RecursionError) as e:  # noqa: BLE001 - one file only
         return index, [_internal_error(path, e)], False, "analysed"
     finally:
         if gc_enabled:
@@ -312,8 +320,11 @@ def _run_tasks(tasks: list, settings: Settings, jobs: int):
             return
         tasks = list(pending.values())
     _init_worker(settings)
-    for t in tasks:
-        yield _lint_task(t)
+    # One forked child checks the files in turn; a crash costs only its file (isolate).
+    from . import isolate
+
+    for t, res in isolate.map_isolated(_lint_task, tasks):
+        yield res if not isinstance(res, isolate.Died) else _died_result(t, res)
 
 
 def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
@@ -323,7 +334,7 @@ def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
 
     pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(batches))),
                                mp_context=_pool_context(), initializer=_init_worker,
-                               initargs=(settings,))
+                               initargs=(settings, True))
     try:
         futures = [pool.submit(_lint_batch, b) for b in batches]
         for fut in as_completed(futures):
@@ -332,6 +343,14 @@ def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
                 yield res
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _died_result(task, died) -> tuple:
+    """The result of a task whose child process died: REF904 when it ran out of memory,
+    REF903 otherwise (a crash is a bug)."""
+    from .isolate import describe_death
+
+    return task[0], [describe_death(task[1], died)], False, "analysed"
 
 
 def _worker_died(path: str):
@@ -502,7 +521,7 @@ def _cmd_check(args) -> int:
         settings = settings_of.get(res.path) or resolver.for_file(res.path)
         if args.fix or args.diff:
             if res.source is not None and any(d.fix for d in res.diagnostics):
-                outcome = fix_source(res.source, res.path, settings)
+                outcome = isolate.fix_source(res.source, res.path, settings)
                 if outcome.error:
                     fix_notes.append(f"{res.path}: {outcome.error}")
                 elif outcome.fixed:
@@ -548,11 +567,16 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
     goes to standard output and the remaining findings to standard error; with ``--diff``
     the diff goes to standard output."""
     name = args.stdin_filename or "-"
-    data = sys.stdin.buffer.read()
     if args.stdin_filename:
         settings = resolver.for_file(args.stdin_filename)
     else:
         settings = resolver.for_dir(os.getcwd())
+    # Read at most max-file-size (+1 to tell): `reflint check - < /dev/zero` is REF904.
+    data = sys.stdin.buffer.read(settings.max_file_size + 1)
+    if len(data) > settings.max_file_size:
+        size_msg = f"input too large (more than max-file-size, {settings.max_file_size:,} bytes)"
+        _emit(args, [not_checked(name, size_msg)], {}, 1)
+        return _exit_code(args, [not_checked(name, size_msg)])
     if args.show_settings:
         sys.stdout.write(show_settings(settings))
         return EXIT_OK
@@ -561,12 +585,12 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
         if args.fix:
             sys.stdout.buffer.write(data)
         return EXIT_OK
-    result = lint_bytes(data, name, settings)
+    result = isolate.lint_bytes(data, name, settings)
     if args.fix or args.diff:
         fixed_source = result.source
         remaining = result.diagnostics
         if result.source is not None and any(d.fix for d in result.diagnostics):
-            outcome = fix_source(result.source, name, settings)
+            outcome = isolate.fix_source(result.source, name, settings)
             if outcome.error:
                 print(f"{name}: {outcome.error}", file=sys.stderr)
             elif outcome.fixed:
