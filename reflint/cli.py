@@ -517,11 +517,17 @@ def _cmd_check(args) -> int:
     sources = {}
     fix_notes = []
     diff_text = []
-    for res in results:
+    fixing = [(i, (res.source, res.path, settings_of.get(res.path) or
+                   resolver.for_file(res.path))) for i, res in enumerate(results)
+              if (args.fix or args.diff) and res.source is not None and
+              any(d.fix for d in res.diagnostics)]
+    # All the fixes in one child process (reflint.isolate): a crash costs only its file.
+    outcomes = dict(zip([i for i, _ in fixing], isolate.fix_sources([t for _, t in fixing])))
+    for i, res in enumerate(results):
         settings = settings_of.get(res.path) or resolver.for_file(res.path)
         if args.fix or args.diff:
-            if res.source is not None and any(d.fix for d in res.diagnostics):
-                outcome = isolate.fix_source(res.source, res.path, settings)
+            if i in outcomes:
+                outcome = outcomes[i]
                 if outcome.error:
                     fix_notes.append(f"{res.path}: {outcome.error}")
                 elif outcome.fixed:

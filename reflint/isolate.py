@@ -281,17 +281,55 @@ def _lint_bytes_total(lint, data, path, settings):
         return FileResult(path, [internal_error(path, e)])
 
 
+def _preload() -> None:
+    """Import what checking a file needs here, once, so that each forked child inherits it
+    instead of importing it again (``--fix`` forks once per fixed file)."""
+    global _PRELOADED
+    if _PRELOADED:
+        return
+    _PRELOADED = True
+    from .engine import fix_source as fix
+    from .settings import Settings
+
+    # One small fix imports libcst, the analysis and the rules, and fills their first-use
+    # tables, in this process: every child starts warm.
+    fix("import jax\nx_ref = jax.new_ref(1.0)\ny = x_ref + 1\n", "warm.py", Settings())
+
+
+_PRELOADED = False
+
+
 def fix_source(source: str, path: str, settings):
     """``engine.fix_source`` in a child process; when the child dies (or runs out of memory)
     nothing is fixed and ``error`` says why."""
+    return fix_sources([(source, path, settings)])[0]
+
+
+def fix_sources(items: list) -> list:
+    """``engine.fix_source(source, path, settings)`` for each item, all in one child process
+    (a new one after a crash): the outcomes, in order. A file whose fixing kills the child
+    or exhausts the memory limit is left unchanged, and its outcome's ``error`` says why."""
+    from .engine import FixOutcome
+
+    if not items:
+        return []
+    if enabled():
+        _preload()
+    out = []
+    for (source, path, _), res in map_isolated(_fix_total, items):
+        if isinstance(res, Died):
+            res = FixOutcome(source, 0, [], f"the process fixing it was {res.how}; file left "
+                                            f"unchanged")
+        out.append(res)
+    return out
+
+
+def _fix_total(item):
     from .engine import FixOutcome, fix_source as fix
 
+    source, path, settings = item
     try:
-        res = call_isolated(fix, source, path, settings)
+        return fix(source, path, settings)
     except MemoryError:
         return FixOutcome(source, 0, [], "fixing it needs more memory than the per-file "
                                          "limit; file left unchanged")
-    if isinstance(res, Died):
-        return FixOutcome(source, 0, [], f"the process fixing it was {res.how}; file left "
-                                         f"unchanged")
-    return res
