@@ -549,6 +549,8 @@ def _cmd_check(args) -> int:
         for n in fix_notes:
             print(n, file=sys.stderr)
         return EXIT_FINDINGS if diff_text and not args.exit_zero else EXIT_OK
+    global _PENDING_EXIT
+    _PENDING_EXIT = _exit_code(args, all_diags)  # what a broken pipe while printing returns
     _emit(args, all_diags, sources, len(pairs) + len(problems))
     if not args.quiet:
         for n in fix_notes:
@@ -572,6 +574,7 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
     it (for configuration, per-file-ignores and messages). With ``--fix`` the fixed source
     goes to standard output and the remaining findings to standard error; with ``--diff``
     the diff goes to standard output."""
+    global _PENDING_EXIT
     name = args.stdin_filename or "-"
     if args.stdin_filename:
         settings = resolver.for_file(args.stdin_filename)
@@ -605,6 +608,7 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
             diff = _diff(result.source, fixed_source, name) if result.source is not None else ""
             sys.stdout.write(diff)
             return EXIT_FINDINGS if diff and not args.exit_zero else EXIT_OK
+        _PENDING_EXIT = _exit_code(args, remaining)
         sys.stdout.flush()
         if fixed_source is None or fixed_source == result.source:
             # Nothing fixed (or undecodable): the bytes pass through untouched (BOM, encoding).
@@ -615,6 +619,7 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
         _emit(args, remaining, {name: fixed_source} if fixed_source else {}, 1,
               out=sys.stderr)
         return _exit_code(args, remaining)
+    _PENDING_EXIT = _exit_code(args, result.diagnostics)
     _emit(args, result.diagnostics, {name: result.source} if result.source else {}, 1)
     return _exit_code(args, result.diagnostics)
 
@@ -817,6 +822,10 @@ def cmd_server(argv: list) -> int:
     return server_main(argv)
 
 
+# The exit code a broken standard output returns (set once the results are known).
+_PENDING_EXIT = EXIT_OK
+
+
 def main(argv: Optional[list] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -855,7 +864,14 @@ def main(argv: Optional[list] = None) -> int:
     except KeyboardInterrupt:
         return EXIT_ERROR
     except BrokenPipeError:
-        return EXIT_OK
+        # The reader went away (`reflint check | head`): the exit code is still the run's
+        # (findings stay 1); later writes and the final flush go nowhere.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return _PENDING_EXIT
 
 
 if __name__ == "__main__":  # pragma: no cover
