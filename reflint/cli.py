@@ -534,7 +534,8 @@ def _cmd_check(args) -> int:
                     if args.diff:
                         diff_text.append(_diff(res.source, outcome.source, res.path))
                     else:
-                        problem = _write_fixed(res.path, outcome.source, roots)
+                        problem = _write_fixed(res.path, outcome.source, roots,
+                                               expected=res.source)
                         if problem:
                             fix_notes.append(f"{res.path}: {problem}")
                         else:
@@ -650,7 +651,18 @@ def checked_roots(paths: list) -> list:
     return roots
 
 
-def _write_fixed(path: str, text: str, roots: Optional[list] = None) -> Optional[str]:
+CHANGED_SINCE_READ = "changed since reflint read it: fixes not written (run again)"
+
+
+def _decoded(raw: bytes) -> Optional[str]:
+    try:
+        return decode(raw)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+
+
+def _write_fixed(path: str, text: str, roots: Optional[list] = None,
+                 expected: Optional[str] = None) -> Optional[str]:
     """Write fixed source back, or say why not (None when written).
 
     The file keeps its encoding (BOM and coding cookie: ``text`` still holds the cookie), line
@@ -658,7 +670,9 @@ def _write_fixed(path: str, text: str, roots: Optional[list] = None) -> Optional
     its mode. The write is atomic: a new file created exclusively (``mkstemp``, so no
     pre-existing name or link is followed) in the same directory, then renamed over the
     original. A symbolic link is written through only when its target is inside the checked
-    tree (``roots``); a read-only file is not written."""
+    tree (``roots``); a read-only file is not written. With ``expected`` (the source the
+    fixes were computed from), a file that no longer holds it (an edit saved while reflint
+    ran), or that changes while the new one is written, is not replaced."""
     import io
     import tempfile
     import tokenize
@@ -676,7 +690,10 @@ def _write_fixed(path: str, text: str, roots: Optional[list] = None) -> Optional
                 not os.access(target, os.W_OK):
             return "file is read-only: fixes not written"
         with open(target, "rb") as fh:
+            st = os.fstat(fh.fileno())
             raw = fh.read()
+        if expected is not None and _decoded(raw) != expected:
+            return CHANGED_SINCE_READ
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
         data = text.encode(encoding)  # 'utf-8-sig' writes the BOM back
         directory, name = os.path.split(target)
@@ -693,6 +710,10 @@ def _write_fixed(path: str, text: str, roots: Optional[list] = None) -> Optional
             os.chown(tmp, st.st_uid, st.st_gid)
         except OSError:
             pass  # not the owner: the new file is the writer's, as with any editor
+        now = os.stat(target)
+        if (now.st_ino, now.st_size, now.st_mtime_ns) != (st.st_ino, st.st_size, st.st_mtime_ns):
+            os.unlink(tmp)
+            return CHANGED_SINCE_READ
         os.replace(tmp, target)
     except OSError as e:
         try:
@@ -751,6 +772,9 @@ def cmd_rules(args) -> int:
 
 
 def cmd_run(args, rest) -> int:
+    why = _unfit(args.script) if os.path.lexists(args.script) else None
+    if why:  # a FIFO, socket or device: opening it could block forever
+        raise UsageError(f"{args.script}: {why}: not run")
     try:
         from .runtime import main as runtime_main
     except ImportError as e:

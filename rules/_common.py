@@ -48,6 +48,18 @@ def _atomic() -> tuple:  # a function: libcst is imported on first use (reflint.
     return (cst.Name, cst.Attribute, cst.Subscript, cst.Call)
 
 
+def _rpar_width(expr):
+    """The width of ``expr``'s closing parentheses on its last line (None when one is on
+    another line)."""
+    width = 0
+    for rp in expr.rpar:
+        ws = rp.whitespace_before
+        if type(ws) is not cst.SimpleWhitespace or "\\" in ws.value or "\n" in ws.value:
+            return None
+        width += len(ws.value) + 1
+    return width
+
+
 def read_fix_factory(expr, applicability=SAFE):
     """A fix inserting the read ``[...]`` after ``expr`` (parenthesized where needed)."""
 
@@ -58,8 +70,17 @@ def read_fix_factory(expr, applicability=SAFE):
         line, col, end_line, end_col = pos
         if isinstance(expr, _atomic()) and not expr.lpar:
             edits = (Edit(end_line, end_col, end_line, end_col, "[...]"),)
-        elif expr.lpar:
+        elif expr.lpar and isinstance(expr, _atomic()):
             edits = (Edit(end_line, end_col, end_line, end_col, "[...]"),)
+        elif expr.lpar:
+            # `(a_ref if c else b_ref) * 2`: the read goes after the closing parenthesis (the
+            # position excludes it), not onto the last operand inside.
+            shift = _rpar_width(expr)
+            if shift is None:
+                edits = (Edit(line, col, line, col, "("),
+                         Edit(end_line, end_col, end_line, end_col, ")[...]"))
+            else:
+                edits = (Edit(end_line, end_col + shift, end_line, end_col + shift, "[...]"),)
         else:
             edits = (Edit(line, col, line, col, "("),
                      Edit(end_line, end_col, end_line, end_col, ")[...]"))
