@@ -5,9 +5,11 @@
 Each program (tests/fuzz_programs.py) must keep every property of
 ``fuzz_programs.check_properties`` (no crash, no internal error, no REF900 on valid Python,
 positions inside the file, deterministic output, ``--fix`` output that parses and re-checks
-with nothing fixable left of the codes it fixed). Every 500th batch of programs is also
+with nothing fixable left of the codes it fixed). One batch in ``--agree-every`` (default 5) of programs is also
 written to a directory and checked with the CLI with ``--jobs 1``, ``--jobs 2`` and the cache
-on, whose outputs must be equal. Prints the count, the duration, the findings reported, and
+on, whose outputs must be equal. With ``--notebooks`` (default 0.3) that share of the programs
+are notebook-style module-level code (``fuzz_programs.notebook_program``); every program is
+also checked with the pre-filter off (same findings). Prints the count, the duration, the findings reported, and
 each failure (its program is saved under ``--out``).
 """
 
@@ -31,6 +33,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="fuzz-failures")
     ap.add_argument("--batch", type=int, default=40, help="programs per CLI agreement check")
+    ap.add_argument("--agree-every", type=int, default=5,
+                    help="check one batch in this many with the CLI (jobs, cache, isolation)")
+    ap.add_argument("--notebooks", type=float, default=0.3,
+                    help="share of notebook-style programs (module-level cells)")
     args = ap.parse_args(argv)
     from reflint.engine import lint_source
     from reflint.settings import Settings
@@ -43,7 +49,10 @@ def main(argv=None) -> int:
     lines = 0
     batch: list = []
     while done < args.programs:
-        src = fuzz_programs.program(rng)
+        if rng.random() < args.notebooks:
+            src = fuzz_programs.notebook_program(rng)
+        else:
+            src = fuzz_programs.program(rng)
         if not fuzz_programs.valid(src):
             invalid += 1
             continue
@@ -61,7 +70,7 @@ def main(argv=None) -> int:
             print(f"FAIL {path}: {problems}", flush=True)
         batch.append(src)
         if len(batch) == args.batch:
-            if done % (args.batch * 25) == 0:  # every 1000 programs with the defaults
+            if done % (args.batch * args.agree_every) == 0:
                 for p in fuzz_programs.cli_agreement(batch):
                     failures.append(("<batch>", [p]))
                     print(f"FAIL batch ending at {done}: {p}", flush=True)
