@@ -27,6 +27,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import fuzz_programs  # noqa: E402
 from lsp_raw import RawClient, frame  # noqa: E402
 
+# Generous: the campaign runs at low priority on a shared machine.
+WAIT = 900.0
 PAD = {"jsonrpc": "2.0", "method": "$/reflintPadding", "params": {"pad": "x" * 80}}
 
 
@@ -37,7 +39,7 @@ def session(rng: random.Random, root: str, n: int) -> tuple:
     c = RawClient(root)
     sent = 0
     try:
-        c.initialize(root)
+        c.initialize(root, WAIT)
         docs: dict = {}
         for _ in range(n):
             r = rng.random()
@@ -90,7 +92,7 @@ def session(rng: random.Random, root: str, n: int) -> tuple:
         c.notify("textDocument/didOpen", {"textDocument": {
             "uri": uri, "languageId": "python", "version": 1, "text": text}})
         msg = c.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics" and
-                         m["params"]["uri"] == uri, 120)
+                         m["params"]["uri"] == uri, WAIT)
         if msg is None:
             return sent, ["the server ended the session"]
         got = sorted((d["range"]["start"]["line"] + 1, d["code"])
@@ -99,7 +101,7 @@ def session(rng: random.Random, root: str, n: int) -> tuple:
                       lint_source(text, os.path.join(root, "final.py"), Settings()).diagnostics)
         problems = [] if got == want else [f"diagnostics differ: {got} != {want}"]
         rid = c.request("shutdown")
-        if c.wait_for(lambda m: m.get("id") == rid, 60) is None:
+        if c.wait_for(lambda m: m.get("id") == rid, WAIT) is None:
             problems.append("shutdown not answered")
         return sent + 3, problems
     except TimeoutError as e:

@@ -79,10 +79,10 @@ class RawClient:
                 return msg
             self.kept.append(msg)
 
-    def initialize(self, root: str) -> None:
+    def initialize(self, root: str, timeout: float = 60) -> None:
         rid = self.request("initialize", {"processId": os.getpid(), "rootUri": f"file://{root}",
                                           "capabilities": {}})
-        self.wait_for(lambda m: m.get("id") == rid)
+        self.wait_for(lambda m: m.get("id") == rid, timeout)
         self.notify("initialized", {})
 
     def close(self) -> None:
