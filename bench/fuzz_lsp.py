@@ -14,7 +14,6 @@ answered. Prints the messages sent, the duration and each failure.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import sys

@@ -7,7 +7,8 @@ function per cell called there), module-level array item assignment (``arr = jnp
 ``arr[0] = i`` repeated), generated JAX programs concatenated (tests/fuzz_programs.py) and a
 deep ``a ** a ** ...`` chain (right-recursive: libcst's parser takes it, in memory that grows
 with the chain). Each size is checked in this process (``lint_source``, no cache, one job);
-prints CPU seconds (``time.process_time``: steady on a shared machine), seconds per 1,000 units and the ratio to the previous size, which stays near
+prints CPU seconds (``time.process_time``: steady on a shared machine), seconds per 1,000 units
+and the ratio to the previous size, which stays near
 the size ratio (2 for doubling sizes) when the cost is linear and near its square when it is
 quadratic.
 

@@ -4,7 +4,6 @@ the same with the pre-filter on and off (issue 29)."""
 from __future__ import annotations
 
 import itertools
-import os
 import subprocess
 import sys
 
