@@ -4,15 +4,15 @@
 
 Each program (tests/fuzz_programs.py) must keep every property of
 ``fuzz_programs.check_properties`` (no crash, no internal error, no REF900 on valid Python,
-positions inside the file, deterministic output, ``--fix`` output that parses and re-checks
-with nothing fixable left of the codes it fixed). One batch in ``--agree-every`` (default 5) of
-programs is also
-written to a directory and checked with the CLI with ``--jobs 1``, ``--jobs 2`` and the cache
-on, whose outputs must be equal. With ``--notebooks`` (default 0.3) that share of the programs
-are notebook-style module-level code (``fuzz_programs.notebook_program``); every program is
-also checked with the pre-filter off (same findings). Prints the count, the duration, the
-findings reported, and
-each failure (its program is saved under ``--out``).
+positions inside the file, deterministic output, the same findings with the pre-filter off,
+``--fix`` output that parses and re-checks with nothing fixable left of the codes it fixed).
+``--notebooks`` (default 0.3) of the programs are notebook-style module-level code
+(``fuzz_programs.notebook_program``). One batch in ``--agree-every`` (default 5) is also
+written to a directory and checked with the CLI with ``--jobs 1`` (a forked child, see
+reflint/isolate.py), ``--jobs 2`` and the cache cold and warm, whose outputs must be equal.
+Prints progress every ``--progress`` programs; at the end (or when stopped with SIGTERM) the
+count, the duration, the findings reported, and each failure (its program is saved under
+``--out``).
 """
 
 from __future__ import annotations
