@@ -6,8 +6,8 @@ Shapes (issue 29): an exported notebook (module-level code, a ref rebound per "c
 function per cell called there), module-level array item assignment (``arr = jnp.zeros(4)`` /
 ``arr[0] = i`` repeated), generated JAX programs concatenated (tests/fuzz_programs.py) and a
 deep ``a ** a ** ...`` chain (right-recursive; beyond nesting 400 it is analysed on the tree
-built from CPython's parse). Each size is checked in this process (``lint_source``, no cache, one job);
-prints CPU seconds (``time.process_time``: steady on a shared machine), seconds per 1,000
+built from CPython's parse). Each size is checked in this process (``lint_source``, no cache,
+one job); prints CPU seconds (``time.process_time``: steady on a shared machine), seconds per 1,000
 units and the ratio to the previous size, which stays near the size ratio (2 for doubling
 sizes) when the cost is linear and near its square when it is quadratic.
 
