@@ -240,6 +240,13 @@ ROLE_ORDER = (Role.JIT, Role.SCAN, Role.FORI, Role.MAP, Role.COND, Role.SWITCH,
               Role.NNX_REMAT)
 
 
+def in_role_order(roles) -> tuple:
+    """``roles`` in the order messages prefer them (``ROLE_ORDER``), any role missing from
+    that order after them: a table of roles a rule derives never loses one."""
+    rank = {r: i for i, r in enumerate(ROLE_ORDER)}
+    return tuple(sorted(set(roles), key=lambda r: (rank.get(r, len(rank)), str(r))))
+
+
 def role_info(kind) -> RoleInfo:
     """The properties of a role (a Role, its string, or an API name whose functions it
     traces: ``"while_loop"`` reads as the body)."""
@@ -789,6 +796,8 @@ ARRAY_FUNCTION_EXEMPT = frozenset({
     # `acc_ref[...] = jnp.zeros_like(acc_ref)`).
     "zeros_like", "ones_like", "full_like", "empty_like",
 })
+# Of those, the ones that make a new Array (shaped like their argument).
+ARRAY_LIKE_CONSTRUCTORS = frozenset({"zeros_like", "ones_like", "full_like", "empty_like"})
 # Methods that JAX's own test base classes define as thin wrappers of an API
 # (jax/_src/pallas/pallas_test_util.py: `self.pallas_call(kernel, ...)` forwards to
 # `pl.pallas_call` with `interpret=...`). A call of such a method on `self`/`cls` of a class
@@ -858,7 +867,6 @@ ARRAY_ONLY_ATTRIBUTES = frozenset({
 REF_VIEW_ATTRIBUTES = frozenset({"reshape", "T", "transpose", "bitcast", "at"})
 # Those of them that are properties (the view itself), not methods called to make it.
 REF_VIEW_PROPERTIES = frozenset({"T"})
-PALLAS_REF_VIEW_ATTRIBUTES = REF_VIEW_ATTRIBUTES  # the older name
 
 # Array functions whose result carries no derivative, whatever their arguments (REF008).
 NO_TANGENT_FUNCTIONS = frozenset({

@@ -597,9 +597,7 @@ def check_module(module: cst.Module, path: str, settings: Settings,
         rules = [r for r in rules if verdict.may_fire(r.code)]
     if not rules:
         return []
-    analysis = _analysis.ModuleAnalysis(module, path, settings, source, verdict)
-    if positions is not None:
-        analysis._positions = positions
+    analysis = _analysis.ModuleAnalysis(module, path, settings, source, verdict, positions)
     out = []
     seen = set()
     try:

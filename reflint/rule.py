@@ -136,6 +136,3 @@ def rule_by_code(code: str) -> Optional[Rule]:
             return r
     return None
 
-
-def node_text(module: cst.Module, node: cst.CSTNode) -> str:
-    return module.code_for_node(node)

@@ -334,7 +334,7 @@ def _fix_factory(stmt, target, func, why):
 def _is_local(analysis, name, func) -> bool:
     if func is None or func.is_module:
         return True
-    if analysis._declarations(func).get(name):
+    if analysis.declarations(func).get(name):
         return False
     return name in func.summary or func.param(name) is not None
 

@@ -8,7 +8,7 @@ from ._common import REF_EVIDENCE, ref_name, role_word
 # Traces across which freezing an outer ref fails (measured; the registry's freeze_error).
 # vmap, grad and an eager custom_vjp accept it, so they are not reported.
 STAGING = api.roles_where("freeze_error")
-_ORDER = tuple(r for r in api.ROLE_ORDER if r in STAGING)
+_ORDER = api.in_role_order(STAGING)
 
 
 class FreezeOutsideCreationScope(Rule):

@@ -9,7 +9,7 @@ from ._common import REF_EVIDENCE, nnx_root_name, ref_name, role_word
 
 cst = lazy("libcst")
 
-_MAP_ORDER = tuple(r for r in api.ROLE_ORDER if api.role_info(r).maps)
+_MAP_ORDER = api.in_role_order(api.roles_where("maps"))
 
 
 class MappedWriteToClosedOverRef(Rule):

@@ -7,7 +7,7 @@ from reflint.values import iter_refs
 from ._common import REF_EVIDENCE, nnx_what, nnx_words, role_word, where_from
 
 # Roles whose outputs may not contain refs, in the order messages prefer them.
-RETURN_ROLES = tuple(r for r in api.ROLE_ORDER if api.role_info(r).no_ref_outputs)
+RETURN_ROLES = api.in_role_order(api.roles_where("no_ref_outputs"))
 
 
 class RefReturned(Rule):

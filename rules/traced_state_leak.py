@@ -229,9 +229,9 @@ def _op(stmt) -> str:
 
 
 def analysis_op(op) -> str:
-    from reflint.analysis import _op_text
+    from reflint.analysis import op_text
 
-    return f"{_op_text(op)} ..."
+    return f"{op_text(op)} ..."
 
 
 def _where(kind, func, method=False) -> str:

@@ -95,7 +95,7 @@ from .syntax import (  # noqa: F401
     _in_own_scope,
     _is_docstring,
     _is_pallas_param,
-    _op_text,
+    op_text,
     _params_of,
     _positions_of,
     _slice_of,

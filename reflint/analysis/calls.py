@@ -179,6 +179,10 @@ class CallsMixin:
                 self._array_function_args(node, qn, args)
                 if api.returns_jax_array(qn):
                     return ArrayVal(node)
+            elif api.returns_jax_array(qn) and \
+                    qn.rsplit(".", 1)[1] in api.ARRAY_LIKE_CONSTRUCTORS:
+                # `jnp.zeros_like(x_ref)` takes a ref on purpose, and gives an Array.
+                return ArrayVal(node)
             return None
         fam = a.family
         F = api.Family

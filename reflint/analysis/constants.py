@@ -33,7 +33,7 @@ EMPTY: frozenset = frozenset()
 # Python builtins and array attributes whose result carries no derivative (REF008).
 _NO_TANGENT_BUILTINS = frozenset({
     "len", "isinstance", "type", "hasattr", "id", "callable", "range", "print", "repr", "str",
-    "bool", "issubclass", "enumerate_len",
+    "bool", "issubclass",
 })
 
 

@@ -47,7 +47,7 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
     """Analysis of one module. Build with ``ModuleAnalysis(module)``; rules read the facts."""
 
     def __init__(self, module: cst.Module, path: str = "<string>", settings=None,
-                 source: Optional[str] = None, gate_verdict=None):
+                 source: Optional[str] = None, gate_verdict=None, positions=None):
         self.module = module
         self.path = path
         if settings is None:
@@ -63,6 +63,9 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
         self.classes: dict[int, ClassInfo] = {}
         self.has_star_import = False
         self._pallas_kernels: dict[int, set] = {}  # id(kernel info) -> non-ref param names
+        # The nodes' positions: ``get(node)`` gives a libcst CodeRange (reflint.positions, the
+        # fast tree's ast positions); None: libcst's provider over the module, when first asked.
+        self._positions = positions
         self._run()
 
     def release(self) -> None:
@@ -79,7 +82,6 @@ class ModuleAnalysis(QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin
     # -- driver ------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        self._positions = None
         prev_sig = None
         for _ in range(MAX_ROUNDS):
             self._reset_round()

@@ -46,7 +46,7 @@ from .syntax import (
     _const_index,
     _const_key,
     _is_pallas_param,
-    _op_text,
+    op_text,
     slice_exprs,
 )
 
@@ -184,7 +184,7 @@ class ExpressionsMixin:
     def _eval_binary(self, node, state: _State) -> Optional[Value]:
         lv = self._eval(node.left, state)
         rv = self._eval(node.right, state)
-        op = _op_text(node.operator)
+        op = op_text(node.operator)
         if isinstance(lv, RefVal):
             self._ref_use("binop", node.left, lv, node, op)
         if isinstance(rv, RefVal):
@@ -196,7 +196,7 @@ class ExpressionsMixin:
     def _eval_unary(self, node, state: _State) -> Optional[Value]:
         v = self._eval(node.expression, state)
         if isinstance(v, RefVal) and not isinstance(node.operator, cst.Not):
-            self._ref_use("unary", node.expression, v, node, _op_text(node.operator))
+            self._ref_use("unary", node.expression, v, node, op_text(node.operator))
         return ArrayVal(node) if isinstance(v, ArrayVal) else None
 
     def _eval_comparison(self, node, state: _State) -> Optional[Value]:
@@ -205,7 +205,7 @@ class ExpressionsMixin:
         for ct in node.comparisons:
             rv = self._eval(ct.comparator, state)
             if not isinstance(ct.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
-                op = _op_text(ct.operator)
+                op = op_text(ct.operator)
                 if isinstance(lv, RefVal):
                     self._ref_use("compare", left, lv, node, op)
                 if isinstance(rv, RefVal):

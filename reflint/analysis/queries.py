@@ -247,7 +247,7 @@ class QueriesMixin:
         ``info`` without ``global``/``nonlocal``) or unresolved (a builtin, a star import)."""
         if info.is_module:
             return None
-        decl = self._declarations(info)
+        decl = self.declarations(info)
         if name in decl:
             if decl[name] == "global":
                 return self.module_info
@@ -259,7 +259,7 @@ class QueriesMixin:
         while scope is not None:
             if scope.is_module:
                 return scope if name in scope.summary else None
-            if name in scope.summary and self._declarations(scope).get(name) is None:
+            if name in scope.summary and self.declarations(scope).get(name) is None:
                 return scope
             scope = scope.parent
         return None
@@ -348,7 +348,7 @@ class QueriesMixin:
                 return fv.qualname in _CONTAINER_CONSTRUCTORS
         return False
 
-    def _declarations(self, info: FunctionInfo) -> dict:
+    def declarations(self, info: FunctionInfo) -> dict:
         """Names declared ``global`` / ``nonlocal`` directly in a function (cached)."""
         cache = self.cached("declarations", dict)
         out = cache.get(id(info))

@@ -57,7 +57,7 @@ from .syntax import (
     _as_name,
     _body,
     _in_own_scope,
-    _op_text,
+    op_text,
     child_nodes,
     dotted_name,
     walk_nodes,
@@ -309,12 +309,12 @@ class StatementsMixin:
         elif isinstance(target, cst.Name):
             v = self._lookup(target.value, target, state)
             if isinstance(v, RefVal):
-                self._ref_use("augassign", target, v, stmt, _op_text(stmt.operator))
+                self._ref_use("augassign", target, v, stmt, op_text(stmt.operator))
         elif isinstance(target, cst.Attribute):
             base = self._eval(target.value, state)
             cur = self._attribute_value(base, target.attr.value)
             if isinstance(cur, RefVal):
-                self._ref_use("augassign", target, cur, stmt, _op_text(stmt.operator))
+                self._ref_use("augassign", target, cur, stmt, op_text(stmt.operator))
             self._sink.add(AttributeWrite(stmt, base, target.attr.value, None,
                                           self._func))
         if state.deps is not None:

@@ -257,6 +257,6 @@ _OP_TEXT = {
 }
 
 
-def _op_text(op) -> str:
+def op_text(op) -> str:
     return _OP_TEXT.get(type(op), type(op).__name__)
 
