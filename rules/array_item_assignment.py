@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import functools
+import weakref
 
 from reflint._lazy import lazy
 from reflint import api
@@ -339,6 +340,10 @@ def _is_local(analysis, name, func) -> bool:
     return name in func.summary or func.param(name) is not None
 
 
+# The scopes' alias indexes of each analysis (kept as long as the analysis is).
+_ALIAS_INDEXES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def _maybe_aliased(analysis, name, func, stmt) -> bool:
     """A bare use of ``name`` (not ``name[...]``, ``name.attr`` or a rebinding) before the
     write, or anywhere when the write is in a loop: the array may be held elsewhere too.
@@ -347,7 +352,9 @@ def _maybe_aliased(analysis, name, func, stmt) -> bool:
     a module of N item assignments costs O(N), not O(N^2)."""
     module_scope = func is None or func.is_module
     scope_node = analysis.module if module_scope else func.node.body
-    cache = analysis.__dict__.setdefault("_ref013_alias_index", {})
+    cache = _ALIAS_INDEXES.get(analysis)
+    if cache is None:
+        cache = _ALIAS_INDEXES[analysis] = {}
     index = cache.get(id(scope_node))
     if index is None:
         index = cache[id(scope_node)] = _AliasIndex(scope_node, module_scope)
