@@ -169,6 +169,7 @@ class ReflintServer(LanguageServer):
         self.docs: dict = {}
         self.resolver = Resolver()
         self.config_errors: set = set()
+        self.config_uris: set = set()  # configuration files with a published error
 
     # -- the message stream --------------------------------------------------------------
 
@@ -222,13 +223,46 @@ class ReflintServer(LanguageServer):
                 self.config_errors.add(message)
                 self.window_show_message(types.ShowMessageParams(
                     type=types.MessageType.Error, message=message))
+                self.config_diagnostic(str(e))
             return None, True
         excluded = os.path.isabs(path) and _excluded_with_parents(path, settings)
         return settings, excluded
 
+    def config_diagnostic(self, error: str) -> None:
+        """A diagnostic on the configuration file an error names (``path: [tool.reflint]
+        key: ...``), on the line of that key when it is found, else on line 1."""
+        path, _, rest = error.partition(": ")
+        if not rest or not os.path.isfile(path):
+            return
+        line = 0
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+            key = rest.split("]", 1)[1].strip().split(":")[0].split()[0] if "]" in rest else ""
+            for i, text in enumerate(lines):
+                if key and text.lstrip().startswith(key):
+                    line = i
+                    break
+        except (OSError, IndexError):
+            pass
+        uri = from_fs_path(path)
+        if uri is None:
+            return
+        self.config_uris.add(uri)
+        rng = types.Range(start=types.Position(line=line, character=0),
+                          end=types.Position(line=line + 1, character=0))
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, diagnostics=[types.Diagnostic(
+                range=rng, message=rest, severity=types.DiagnosticSeverity.Error,
+                source="reflint")]))
+
     def reload_config(self) -> None:
         self.resolver = Resolver()
         self.config_errors.clear()
+        for uri in self.config_uris:  # fixed (or not: analysing again says so)
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri, diagnostics=[]))
+        self.config_uris.clear()
         for uri in list(self.docs):
             self.schedule(uri, 0)
 

@@ -81,6 +81,9 @@ def test_bad_configuration_is_shown_to_the_user(client, tmp_path):
     shown = c.wait_for(lambda m: m.get("method") == "window/showMessage", 60)
     assert "invalid pattern" in shown["params"]["message"]
     assert "exclude" in shown["params"]["message"]
+    # And a diagnostic on the configuration file, at the key's line.
+    (d,) = _diagnostics(c, f"file://{tmp_path / 'pyproject.toml'}")
+    assert d["range"]["start"]["line"] == 1 and "invalid pattern" in d["message"]
 
 
 def test_max_file_size_applies_to_documents(client, tmp_path):
