@@ -612,6 +612,19 @@ async def read_messages(server: "ReflintServer", reader) -> None:
             from pygls.exceptions import JsonRpcException
 
             server.report_server_error(exc, JsonRpcException)
+        _forget_finished(server.protocol)
+
+
+def _forget_finished(protocol) -> None:
+    """pygls (2.0) keeps the future of every notification handled by a generator handler
+    (didOpen, didClose, ...) in ``_request_futures`` under a random id that no response ever
+    removes: about 2 KB per notification, forever. The finished ones are dropped here (a
+    request's entry is only looked up to cancel it, or removed with a default, when its
+    response is sent)."""
+    futures = getattr(protocol, "_request_futures", None)
+    if isinstance(futures, dict) and futures:
+        for key in [k for k, f in futures.items() if f.done()]:
+            del futures[key]
 
 
 def create_server(workers: int = DEFAULT_WORKERS, debounce: float = DEFAULT_DEBOUNCE,

@@ -130,4 +130,5 @@ def test_open_close_cycles_do_not_grow_the_server(client, tmp_path):
     before = rss_kb(c.proc.pid)
     cycles(60, 150)
     grown = rss_kb(c.proc.pid) - before
-    assert grown < 150 * 4, f"{grown} KB over 150 open/close cycles"
+    # Before: about 4 KB per cycle (pygls kept every notification's future).
+    assert grown < 200, f"{grown} KB over 150 open/close cycles"
