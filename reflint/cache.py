@@ -12,6 +12,16 @@ folder and moved into place with ``os.replace``, so concurrent runs never see ha
 (the last writer wins; both wrote the same content). A cache that cannot be written (read-only
 file system, permissions) is silently skipped.
 
+Authenticity (docs/guarantees.md): a cache entry can hide a finding, so an entry is trusted
+only when it carries an HMAC-SHA256 of its key and content under a secret of this machine and
+user (32 random bytes in ``$XDG_CACHE_HOME/reflint/secret``, else ``~/.cache/reflint/secret``,
+mode 0600, created on first use, outside any checked tree; ``REFLINT_CACHE_SECRET`` names
+another file). An entry written elsewhere (committed to a repository, copied from another
+machine, forged from the key, which anyone can compute) fails the check and is a miss. Without
+a usable secret the cache is off. The cache folder is not used when it, or a folder under it,
+is a symbolic link (nothing is read or written through one), nor when git tracks a file in it
+(a committed ``.reflint_cache``).
+
 Stale entries are never pruned automatically: delete the folder (``rm -rf .reflint_cache``) to
 reclaim the space.
 """
@@ -19,8 +29,11 @@ reclaim the space.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import stat
+import sys
 import tempfile
 from typing import Optional
 
@@ -30,6 +43,8 @@ from .diagnostics import Diagnostic
 FORMAT = "v1"
 DEFAULT_DIR_NAME = ".reflint_cache"
 ENV_CACHE_DIR = "REFLINT_CACHE_DIR"
+ENV_SECRET = "REFLINT_CACHE_SECRET"
+SECRET_BYTES = 32
 
 _FINGERPRINT: Optional[str] = None
 
@@ -85,16 +100,128 @@ def default_cache_dir() -> str:
     return os.path.join(project_root(), DEFAULT_DIR_NAME)
 
 
+def secret_path() -> str:
+    env = os.environ.get(ENV_SECRET)
+    if env:
+        return os.path.abspath(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(os.path.abspath(base), "reflint", "secret")
+
+
+def load_secret(path: Optional[str] = None) -> Optional[bytes]:
+    """This machine's cache secret (created if absent), or None when it cannot be had: the
+    file is a link, not a regular file, not ours, readable by others or too short, or
+    cannot be created."""
+    path = path or secret_path()
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(2):
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            if not _create_secret(path):
+                return None
+            continue
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            data = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        if not stat.S_ISREG(st.st_mode) or len(data) < SECRET_BYTES:
+            return None
+        if hasattr(os, "geteuid") and (st.st_uid != os.geteuid() or st.st_mode & 0o077):
+            return None
+        return data
+    return None
+
+
+def _create_secret(path: str) -> bool:
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                     0o600)
+    except FileExistsError:
+        return True  # another run created it meanwhile
+    except OSError:
+        return False
+    try:
+        os.write(fd, os.urandom(SECRET_BYTES))
+    finally:
+        os.close(fd)
+    return True
+
+
+def tracked_by_git(directory: str) -> bool:
+    """Whether git's index (of the work tree holding ``directory``) lists a file under
+    ``directory``: a cache committed to the repository. Reads the index file (no git
+    process): a conservative byte search for the folder's path, relative to the work tree."""
+    d = os.path.abspath(directory)
+    top = os.path.dirname(d)
+    while True:
+        dot_git = os.path.join(top, ".git")
+        if os.path.lexists(dot_git):
+            break
+        parent = os.path.dirname(top)
+        if parent == top:
+            return False
+        top = parent
+    git_dir = dot_git
+    if os.path.isfile(dot_git):  # a worktree or submodule: "gitdir: <path>"
+        try:
+            with open(dot_git, encoding="utf-8", errors="replace") as fh:
+                line = fh.readline().strip()
+        except OSError:
+            return False
+        if not line.startswith("gitdir:"):
+            return False
+        git_dir = os.path.join(top, line[len("gitdir:"):].strip())
+    rel = os.path.relpath(d, top).replace(os.sep, "/")
+    try:
+        with open(os.path.join(git_dir, "index"), "rb") as fh:
+            index = fh.read()
+    except OSError:
+        return False
+    return (rel + "/").encode("utf-8", "surrogateescape") in index
+
+
 class Cache:
     """Per-file results on disk. ``get``/``put`` never raise for I/O or content problems."""
 
-    def __init__(self, directory: Optional[str] = None):
+    def __init__(self, directory: Optional[str] = None, secret: Optional[bytes] = None):
         self.directory = os.path.abspath(directory or default_cache_dir())
         self.root = os.path.join(self.directory, FORMAT)
         self._writable: Optional[bool] = None
         self.hits = 0
         self.misses = 0
         self.writes = 0
+        self._secret = secret
+        self.disabled: Optional[str] = None  # why the cache is off, or None
+        if self._secret is None:
+            self._secret = load_secret()
+        if self._secret is None:
+            self.disabled = (f"no usable cache secret ({secret_path()}): the cache is off")
+        elif self._linked():
+            self.disabled = f"{self.directory} is (or holds) a symbolic link: the cache is off"
+        elif tracked_by_git(self.directory):
+            self.disabled = (f"{self.directory} is tracked by git (a committed cache): it is "
+                             f"ignored; remove it from the repository")
+        if self.disabled and self.disabled.startswith(self.directory):
+            print(f"reflint: warning: {self.disabled}", file=sys.stderr)
+
+    def _linked(self) -> bool:
+        for p in (self.directory, self.root):
+            try:
+                if stat.S_ISLNK(os.lstat(p).st_mode):
+                    return True
+            except OSError:
+                pass
+        return False
+
+    def _mac(self, key: str, path: str, items) -> str:
+        body = json.dumps([key, path, items], separators=(",", ":"), sort_keys=True)
+        return hmac.new(self._secret, body.encode("utf-8", "surrogateescape"),
+                        hashlib.sha256).hexdigest()
 
     # -- keys ------------------------------------------------------------------------------
 
@@ -120,9 +247,15 @@ class Cache:
 
     def get(self, key: str, path: str) -> Optional[list]:
         """The cached diagnostics, or None on a miss (absent, unreadable or foreign entry)."""
+        if self.disabled:
+            return None
         try:
-            with open(self._entry(key), "rb") as fh:
-                raw = fh.read()
+            entry_path = self._entry(key)
+            if stat.S_ISLNK(os.lstat(os.path.dirname(entry_path)).st_mode):
+                raise ValueError("linked folder")
+            fd = os.open(entry_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as fh:
+                raw = fh.read(1 << 24)
             entry = json.loads(raw)
             if not isinstance(entry, dict) or entry.get("key") != key or \
                     entry.get("path") != path:
@@ -130,6 +263,10 @@ class Cache:
             items = entry["diagnostics"]
             if not isinstance(items, list):
                 raise ValueError("bad entry")
+            mac = entry.get("mac")
+            if not isinstance(mac, str) or \
+                    not hmac.compare_digest(mac, self._mac(key, path, items)):
+                raise ValueError("not written by this machine's reflint")
             diags = [Diagnostic.from_json(d) for d in items]
             for d in diags:
                 if d.path != path or not _well_typed(d):
@@ -143,6 +280,8 @@ class Cache:
     # -- writing ---------------------------------------------------------------------------
 
     def _ensure_root(self) -> bool:
+        if self.disabled:
+            return False
         if self._writable is None:
             try:
                 os.makedirs(self.root, exist_ok=True)
@@ -157,12 +296,15 @@ class Cache:
     def put(self, key: str, path: str, diagnostics: list) -> None:
         if not self._ensure_root():
             return
-        data = json.dumps({"key": key, "path": path,
-                           "diagnostics": [d.to_json() for d in diagnostics]},
-                          separators=(",", ":")).encode()
+        items = [d.to_json() for d in diagnostics]
+        data = json.dumps({"key": key, "path": path, "diagnostics": items,
+                           "mac": self._mac(key, path, items)},
+                          separators=(",", ":")).encode("utf-8", "surrogateescape")
         target = self._entry(key)
         try:
             os.makedirs(os.path.dirname(target), exist_ok=True)
+            if self._linked() or stat.S_ISLNK(os.lstat(os.path.dirname(target)).st_mode):
+                return  # never written through a link
             self._atomic_write(target, data)
             self.writes += 1
         except OSError:

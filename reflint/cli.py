@@ -15,10 +15,10 @@ import stat
 import sys
 from typing import Optional
 
-from . import __version__
+from . import __version__, isolate
 from .codes import CODES, META_CODES
 from .config import ConfigError, Resolver, overrides_from_args, show_settings
-from .engine import FileResult, fix_source, lint_bytes
+from .engine import FileResult, lint_bytes
 from .engine import decode, is_candidate, is_skipped_file, lint_non_candidate, lint_source
 from .engine import INTERNAL_ERROR, internal_error, not_checked
 from .output import (format_concise, format_github, format_gitlab, format_json, format_junit,
@@ -262,13 +262,17 @@ PARALLEL_MIN_CHARS = 64_000
 _WORKER_SETTINGS: Optional[Settings] = None
 
 
-def _init_worker(settings: Settings, project=None) -> None:
+def _init_worker(settings: Settings, project=None, limit: bool = False) -> None:
     global _WORKER_SETTINGS
     _WORKER_SETTINGS = settings
     if project is not None:  # a spawned worker does not inherit the parent's
         from . import project as _project
 
         _project.activate(project)
+    if limit:  # a pool worker: the per-file memory limit (isolate)
+        from .isolate import limit_memory
+
+        limit_memory()
 
 
 def _lint_task(task) -> tuple:
@@ -302,7 +306,11 @@ def _lint_task(task) -> tuple:
             return index, res.diagnostics, True, "skipped"
         res = lint_source(source, path, settings, regex_done=True)
         return index, res.diagnostics, True, "gated" if res.skipped else "analysed"
-    except (Exception, RecursionError, MemoryError) as e:  # noqa: BLE001 - one file only
+    except MemoryError:  # over the per-file memory limit (isolate): not checked
+        from .isolate import out_of_memory
+
+        return index, [out_of_memory(path)], False, "analysed"
+    except (Exception, RecursionError) as e:  # noqa: BLE001 - one file only
         return index, [_internal_error(path, e)], False, "analysed"
     finally:
         if gc_enabled:
@@ -400,8 +408,11 @@ def _run_tasks(tasks: list, settings: Settings, jobs: int):
             return
         tasks = list(pending.values())
     _init_worker(settings)
-    for t in tasks:
-        yield _lint_task(t)
+    # One forked child checks the files in turn; a crash costs only its file (isolate).
+    from . import isolate
+
+    for t, res in isolate.map_isolated(_lint_task, tasks):
+        yield res if not isinstance(res, isolate.Died) else _died_result(t, res)
 
 
 def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
@@ -411,7 +422,7 @@ def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
 
     pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(batches))),
                                mp_context=_pool_context(), initializer=_init_worker,
-                               initargs=(settings, _active_project()))
+                               initargs=(settings, _active_project(), True))
     try:
         futures = [pool.submit(_lint_batch, b) for b in batches]
         for fut in as_completed(futures):
@@ -425,6 +436,14 @@ def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
 def _active_project():
     m = sys.modules.get("reflint.project")
     return m.active() if m is not None else None
+
+
+def _died_result(task, died) -> tuple:
+    """The result of a task whose child process died: REF904 when it ran out of memory,
+    REF903 otherwise (a crash is a bug)."""
+    from .isolate import describe_death
+
+    return task[0], [describe_death(task[1], died)], False, "analysed"
 
 
 def _worker_died(path: str):
@@ -745,13 +764,19 @@ def _cmd_check(args) -> int:
     sources = {}
     fix_notes = []
     diff_text = []
-    for res in results:
+    fixing = [(i, (res.source, res.path, settings_of.get(res.path) or
+                   resolver.for_file(res.path))) for i, res in enumerate(results)
+              if (args.fix or args.diff) and res.source is not None and
+              not notebook.is_notebook(res.path) and any(d.fix for d in res.diagnostics)]
+    # All the fixes in one child process (reflint.isolate): a crash costs only its file.
+    outcomes = dict(zip([i for i, _ in fixing], isolate.fix_sources([t for _, t in fixing])))
+    for i, res in enumerate(results):
         settings = settings_of.get(res.path) or resolver.for_file(res.path)
         if notebook.is_notebook(res.path):
             res = _notebook_fix(args, res, settings, roots, fix_notes, diff_text)
         elif args.fix or args.diff:
-            if res.source is not None and any(d.fix for d in res.diagnostics):
-                outcome = fix_source(res.source, res.path, settings)
+            if i in outcomes:
+                outcome = outcomes[i]
                 fix_notes.extend(f"{res.path}: {r}" for r in outcome.rejected)
                 if outcome.error:
                     fix_notes.append(f"{res.path}: {outcome.error}")
@@ -759,7 +784,8 @@ def _cmd_check(args) -> int:
                     if args.diff:
                         diff_text.append(_diff(res.source, outcome.source, res.path))
                     else:
-                        problem = _write_fixed(res.path, outcome.source, roots)
+                        problem = _write_fixed(res.path, outcome.source, roots,
+                                               expected=res.source)
                         if problem:
                             fix_notes.append(f"{res.path}: {problem}")
                         else:
@@ -788,6 +814,8 @@ def _cmd_check(args) -> int:
         from .addnoqa import add_noqa
 
         return add_noqa(results, all_diags, roots)
+    global _PENDING_EXIT
+    _PENDING_EXIT = _exit_code(args, all_diags)  # what a broken pipe while printing returns
     _emit(args, all_diags, sources, len(pairs) + len(problems))
     if not args.quiet:
         for n in fix_notes:
@@ -922,12 +950,18 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
     it (for configuration, per-file-ignores and messages). With ``--fix`` the fixed source
     goes to standard output and the remaining findings to standard error; with ``--diff``
     the diff goes to standard output."""
+    global _PENDING_EXIT
     name = args.stdin_filename or "-"
-    data = sys.stdin.buffer.read()
     if args.stdin_filename:
         settings = resolver.for_file(args.stdin_filename)
     else:
         settings = resolver.for_dir(os.getcwd())
+    # Read at most max-file-size (+1 to tell): `reflint check - < /dev/zero` is REF904.
+    data = sys.stdin.buffer.read(settings.max_file_size + 1)
+    if len(data) > settings.max_file_size:
+        size_msg = f"input too large (more than max-file-size, {settings.max_file_size:,} bytes)"
+        _emit(args, [not_checked(name, size_msg)], {}, 1)
+        return _exit_code(args, [not_checked(name, size_msg)])
     if args.show_settings:
         sys.stdout.write(show_settings(settings))
         return EXIT_OK
@@ -940,12 +974,12 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
         _stdin_project(args, args.stdin_filename, data)
     if notebook.is_notebook(name):
         return _notebook_stdin(args, data, name, settings)
-    result = lint_bytes(data, name, settings)
+    result = isolate.lint_bytes(data, name, settings)
     if args.fix or args.diff:
         fixed_source = result.source
         remaining = result.diagnostics
         if result.source is not None and any(d.fix for d in result.diagnostics):
-            outcome = fix_source(result.source, name, settings)
+            outcome = isolate.fix_source(result.source, name, settings)
             for r in outcome.rejected:
                 print(f"{name}: {r}", file=sys.stderr)
             if outcome.error:
@@ -956,6 +990,7 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
             diff = _diff(result.source, fixed_source, name) if result.source is not None else ""
             sys.stdout.write(diff)
             return EXIT_FINDINGS if diff and not args.exit_zero else EXIT_OK
+        _PENDING_EXIT = _exit_code(args, remaining)
         sys.stdout.flush()
         if fixed_source is None or fixed_source == result.source:
             # Nothing fixed (or undecodable): the bytes pass through untouched (BOM, encoding).
@@ -966,6 +1001,7 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
         _emit(args, remaining, {name: fixed_source} if fixed_source else {}, 1,
               out=sys.stderr)
         return _exit_code(args, remaining)
+    _PENDING_EXIT = _exit_code(args, result.diagnostics)
     _emit(args, result.diagnostics, {name: result.source} if result.source else {}, 1)
     return _exit_code(args, result.diagnostics)
 
@@ -1024,7 +1060,18 @@ def checked_roots(paths: list) -> list:
     return roots
 
 
-def _write_fixed(path: str, text: str, roots: Optional[list] = None) -> Optional[str]:
+CHANGED_SINCE_READ = "changed since reflint read it: fixes not written (run again)"
+
+
+def _decoded(raw: bytes) -> Optional[str]:
+    try:
+        return decode(raw)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+
+
+def _write_fixed(path: str, text: str, roots: Optional[list] = None,
+                 expected: Optional[str] = None) -> Optional[str]:
     """Write fixed source back, or say why not (None when written).
 
     The file keeps its encoding (BOM and coding cookie: ``text`` still holds the cookie), line
@@ -1032,7 +1079,9 @@ def _write_fixed(path: str, text: str, roots: Optional[list] = None) -> Optional
     its mode. The write is atomic: a new file created exclusively (``mkstemp``, so no
     pre-existing name or link is followed) in the same directory, then renamed over the
     original. A symbolic link is written through only when its target is inside the checked
-    tree (``roots``); a read-only file is not written."""
+    tree (``roots``); a read-only file is not written. With ``expected`` (the source the
+    fixes were computed from), a file that no longer holds it (an edit saved while reflint
+    ran), or that changes while the new one is written, is not replaced."""
     import io
     import tempfile
     import tokenize
@@ -1050,7 +1099,10 @@ def _write_fixed(path: str, text: str, roots: Optional[list] = None) -> Optional
                 not os.access(target, os.W_OK):
             return "file is read-only: fixes not written"
         with open(target, "rb") as fh:
+            st = os.fstat(fh.fileno())
             raw = fh.read()
+        if expected is not None and _decoded(raw) != expected:
+            return CHANGED_SINCE_READ
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
         data = text.encode(encoding)  # 'utf-8-sig' writes the BOM back
         directory, name = os.path.split(target)
@@ -1067,6 +1119,10 @@ def _write_fixed(path: str, text: str, roots: Optional[list] = None) -> Optional
             os.chown(tmp, st.st_uid, st.st_gid)
         except OSError:
             pass  # not the owner: the new file is the writer's, as with any editor
+        now = os.stat(target)
+        if (now.st_ino, now.st_size, now.st_mtime_ns) != (st.st_ino, st.st_size, st.st_mtime_ns):
+            os.unlink(tmp)
+            return CHANGED_SINCE_READ
         os.replace(tmp, target)
     except OSError as e:
         try:
@@ -1134,6 +1190,9 @@ def cmd_rules(args) -> int:
 
 
 def cmd_run(args, rest) -> int:
+    why = _unfit(args.script) if os.path.lexists(args.script) else None
+    if why:  # a FIFO, socket or device: opening it could block forever
+        raise UsageError(f"{args.script}: {why}: not run")
     try:
         from .runtime import main as runtime_main
     except ImportError as e:
@@ -1241,6 +1300,10 @@ def _safe_streams() -> None:
             pass
 
 
+# The exit code a broken standard output returns (set once the results are known).
+_PENDING_EXIT = EXIT_OK
+
+
 def main(argv: Optional[list] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _safe_streams()
@@ -1280,7 +1343,14 @@ def main(argv: Optional[list] = None) -> int:
     except KeyboardInterrupt:
         return EXIT_ERROR
     except BrokenPipeError:
-        return EXIT_OK
+        # The reader went away (`reflint check | head`): the exit code is still the run's
+        # (findings stay 1); later writes and the final flush go nowhere.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return _PENDING_EXIT
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -168,6 +168,16 @@ def _codes(path, key, value, include_opt_in=False) -> set:
         raise ConfigError(f"{path}: [tool.reflint] {key}: {e}") from None
 
 
+def _check_globs(where: str, patterns) -> None:
+    """Each pattern is a valid glob (reflint.globs), else a one-line error naming the key."""
+    from .globs import check
+
+    for pattern in patterns:
+        why = check(pattern)
+        if why:
+            raise ConfigError(f"{where}: invalid pattern {pattern!r}: {why}")
+
+
 def validate(table: dict, path: str) -> dict:
     """Check keys and value types; returns the table with codes expanded."""
     unknown = sorted(k for k in table if k not in KNOWN_KEYS)
@@ -184,11 +194,13 @@ def validate(table: dict, path: str) -> dict:
     for key in ("exclude", "extend-exclude"):
         if key in table:
             out[key] = tuple(_str_list(path, key, table[key]))
+            _check_globs(f"{path}: [tool.reflint] {key}", out[key])
     if "per-file-ignores" in table:
         pfi = table["per-file-ignores"]
         if not isinstance(pfi, dict):
             raise ConfigError(f"{path}: [tool.reflint] per-file-ignores must be a table of "
                               f"pattern = [codes], got {pfi!r}")
+        _check_globs(f"{path}: [tool.reflint] per-file-ignores", list(pfi))
         out["per-file-ignores"] = tuple(
             (pattern, frozenset(_codes(path, f"per-file-ignores {pattern!r}", codes,
                                        include_opt_in=True)))
@@ -244,6 +256,8 @@ def build_settings(table: Optional[dict], config_file: Optional[str], cli: Overr
             version = None
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    _check_globs("--exclude", cli.exclude or ())
+    _check_globs("--extend-exclude", cli.extend_exclude or ())
     exclude = tuple(cli.exclude) if cli.exclude is not None else \
         table.get("exclude", DEFAULT_EXCLUDE)
     extend_exclude = table.get("extend-exclude", ()) + tuple(cli.extend_exclude or ())

@@ -568,7 +568,7 @@ def lint_non_candidate(source: str, path: str, settings: Settings) -> FileResult
 
 def _noqa_only(source: str, path: str, settings: Settings) -> list:
     """A file no rule analysed still has its suppression comments checked (REF901/REF902)."""
-    return apply_noqa([], source, settings, path) if "noqa" in source else []
+    return apply_noqa([], source, settings, path) if _NOQA_HINT.search(source) else []
 
 
 def syntax_error_only(source: str, path: str) -> Optional[Diagnostic]:
@@ -652,7 +652,8 @@ def noqa_comments(source: str) -> list:
         group_start = None
         group_end = -1
         pending: list = []  # comments of the current group
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        # Universal newlines: a lone CR ends a line too, as for Python (and _LINE_SPLIT).
+        for tok in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
             tp, text, (sl, sc), (el, _), _ = tok
             if tp in (tokenize.ENDMARKER, tokenize.DEDENT):
                 continue

@@ -23,6 +23,23 @@ def _c(text: str, code: str, color: bool) -> str:
 
 
 _LINES = re.compile(r"\r\n|\r|\n")
+# Characters a terminal acts on: C0 controls but tab, DEL, C1 controls, and the bidirectional
+# overrides and isolates ("Trojan source"). Text outputs show each as one visible character
+# (a control picture, or U+FFFD), so a file, a path or a cached message cannot move the
+# cursor, recolour or reorder the output, and code-frame carets stay aligned.
+_CONTROLS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _picture(m) -> str:
+    c = ord(m.group(0))
+    if c < 0x20:
+        return chr(0x2400 + c)
+    return "\u2421" if c == 0x7F else "\ufffd"
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character replaced by one visible character."""
+    return _CONTROLS.sub(_picture, text) if _CONTROLS.search(text) else text
 # Code frames show at most this many characters of a line, around the reported column.
 FRAME_WIDTH = 160
 
@@ -110,8 +127,8 @@ def format_text(diags, sources: dict, color: bool = False, unsafe_fixes: bool = 
     out = []
     lines_of: dict = {}  # path -> the source's lines (split once per file)
     for d in diags:
-        head = (f"{_c(d.path, '1', color)}:{_cell(d)}{d.line}:{d.column}: "
-                f"{_c(d.code, '1;31', color)} {d.message}")
+        head = (f"{_c(printable(d.path), '1', color)}:{_cell(d)}{d.line}:{d.column}: "
+                f"{_c(printable(d.code), '1;31', color)} {printable(d.message)}")
         out.append(head)
         src = sources.get(d.path)
         key = d.path
@@ -141,15 +158,16 @@ def format_text(diags, sources: dict, color: bool = False, unsafe_fixes: bool = 
                         b = len(text)
                     b = max(a + 1, min(b, len(text))) if text else a + 1
                     shown_text, column, width = _frame(text, a + 1, b - a)
-                    out.append(f"  {n:>4} | {shown_text}")
+                    out.append(f"  {n:>4} | {printable(shown_text)}")
                     start = column - 1
                     caret = _caret(shown_text, start, start + max(1, width))
                     out.append(f"       | {_c(caret, '31', color)}")
         if d.fix is not None:
             if d.fix.applicability == SAFE:
-                out.append(f"  = help: {d.fix.message} (fixable with --fix)")
+                out.append(f"  = help: {printable(d.fix.message)} (fixable with --fix)")
             else:
-                out.append(f"  = help: {d.fix.message} (unsafe fix: --fix --unsafe-fixes)")
+                out.append(f"  = help: {printable(d.fix.message)} (unsafe fix: --fix "
+                           f"--unsafe-fixes)")
             if show_fixes and lines is not None:
                 out.extend(_fix_preview(d, lines))
         out.append("")
@@ -157,8 +175,8 @@ def format_text(diags, sources: dict, color: bool = False, unsafe_fixes: bool = 
 
 
 def format_concise(diags) -> str:
-    return "\n".join(f"{d.path}:{_cell(d)}{d.line}:{d.column}: {d.code} {d.message}"
-                     for d in diags) + \
+    return "\n".join(f"{printable(d.path)}:{_cell(d)}{d.line}:{d.column}: "
+                     f"{printable(d.code)} {printable(d.message)}" for d in diags) + \
         ("\n" if diags else "")
 
 
@@ -213,7 +231,7 @@ def format_statistics(diags) -> str:
 
 
 def _gh_escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _gh_escape_property(text: str) -> str:

@@ -85,7 +85,8 @@ class Workers:
                     # spawn: the server has threads (asyncio, pygls); a forked child would
                     # inherit their locks in any state.
                     self._pool = ProcessPoolExecutor(
-                        self.workers, mp_context=multiprocessing.get_context("spawn"))
+                        self.workers, mp_context=multiprocessing.get_context("spawn"),
+                        initializer=server_worker.watch_parent, initargs=(os.getpid(),))
                     for _ in range(self.workers):
                         self._pool.submit(server_worker.warm_up)
                 except (OSError, ValueError, NotImplementedError) as e:
@@ -168,6 +169,40 @@ class ReflintServer(LanguageServer):
         self.docs: dict = {}
         self.resolver = Resolver()
         self.config_errors: set = set()
+        self.config_uris: set = set()  # configuration files with a published error
+
+    # -- the message stream --------------------------------------------------------------
+
+    def _start_io_async(self, stdin=None, stdout=None):
+        """pygls's stdio loop, with a reader that resynchronises on framing errors
+        (``read_messages``)."""
+        import threading
+
+        from pygls.io_ import StdinAsyncReader, StdoutWriter
+
+        self._stop_event = threading.Event()
+        reader = StdinAsyncReader(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(read_messages(self, reader))
+        except BrokenPipeError:
+            log.error("the connection to the editor is lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    def framing_error(self, message: str) -> None:
+        """Say once per kind that the editor's message stream was malformed."""
+        log.error("%s", message)
+        if message in self.config_errors:
+            return
+        self.config_errors.add(message)
+        try:
+            self.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Error, message=f"reflint: {message}"))
+        except Exception:  # noqa: BLE001 - the stream itself may be gone
+            pass
 
     # -- settings ------------------------------------------------------------------------
 
@@ -188,13 +223,46 @@ class ReflintServer(LanguageServer):
                 self.config_errors.add(message)
                 self.window_show_message(types.ShowMessageParams(
                     type=types.MessageType.Error, message=message))
+                self.config_diagnostic(str(e))
             return None, True
         excluded = os.path.isabs(path) and _excluded_with_parents(path, settings)
         return settings, excluded
 
+    def config_diagnostic(self, error: str) -> None:
+        """A diagnostic on the configuration file an error names (``path: [tool.reflint]
+        key: ...``), on the line of that key when it is found, else on line 1."""
+        path, _, rest = error.partition(": ")
+        if not rest or not os.path.isfile(path):
+            return
+        line = 0
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+            key = rest.split("]", 1)[1].strip().split(":")[0].split()[0] if "]" in rest else ""
+            for i, text in enumerate(lines):
+                if key and text.lstrip().startswith(key):
+                    line = i
+                    break
+        except (OSError, IndexError):
+            pass
+        uri = from_fs_path(path)
+        if uri is None:
+            return
+        self.config_uris.add(uri)
+        rng = types.Range(start=types.Position(line=line, character=0),
+                          end=types.Position(line=line + 1, character=0))
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, diagnostics=[types.Diagnostic(
+                range=rng, message=rest, severity=types.DiagnosticSeverity.Error,
+                source="reflint")]))
+
     def reload_config(self) -> None:
         self.resolver = Resolver()
         self.config_errors.clear()
+        for uri in self.config_uris:  # fixed (or not: analysing again says so)
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri, diagnostics=[]))
+        self.config_uris.clear()
         for uri in list(self.docs):
             self.schedule(uri, 0)
 
@@ -232,6 +300,10 @@ class ReflintServer(LanguageServer):
                 settings, excluded = self.settings_for(path)
                 if settings is None or excluded:
                     diags = []
+                elif len(text) > settings.max_file_size or \
+                        len(text.encode("utf-8", "surrogatepass")) > settings.max_file_size:
+                    diags = [_not_checked(path, f"file too large (more than max-file-size, "
+                                                f"{settings.max_file_size:,} bytes)")]
                 else:
                     try:
                         diags = await self.pool.call(server_worker.lint_text, text, path,
@@ -239,8 +311,9 @@ class ReflintServer(LanguageServer):
                     except WorkerCrashed:
                         diags = [_crash(path, "the analysis process crashed on this text")]
                     except WorkerTimeout:
-                        diags = [_crash(path, f"the analysis took longer than "
-                                              f"{self.pool.timeout:g} s; gave up")]
+                        diags = [_not_checked(path, f"the analysis took longer than "
+                                                    f"{self.pool.timeout:g} s (reflint server "
+                                                    f"--timeout); gave up")]
                     except Exception as e:  # noqa: BLE001 - report, never crash the server
                         log.exception("analysis failed")
                         diags = [_crash(path, f"internal error: {type(e).__name__}: {e}")]
@@ -333,6 +406,12 @@ class ReflintServer(LanguageServer):
                     (rng.start.line, rng.start.character) <= (r.end.line, r.end.character):
                 out.append(d)
         return out
+
+
+def _not_checked(path: str, reason: str) -> Diagnostic:
+    from .engine import not_checked
+
+    return not_checked(path, reason)
 
 
 def _crash(path: str, message: str) -> Diagnostic:
@@ -484,6 +563,68 @@ def _offset_to_position(text: str, offset: int) -> tuple:
         line += 1
         start = m.end()
     return line, offset - start + 1
+
+
+# One message may not be larger than this: a Content-Length above it ends the session (a
+# larger one is a corrupt header, and reading it would hold the whole stream).
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+_CONTENT_LENGTH = re.compile(rb"Content-Length:[ \t]*(\d+)[ \t]*\r?\n\Z", re.I)
+
+
+async def read_messages(server: "ReflintServer", reader) -> None:
+    """Read LSP messages until the stream ends. Unlike pygls's loop, a header is recognised at
+    the end of any line, so after a message whose Content-Length was too small (its tail is
+    read as a header line) or too large (it swallowed the next ones) the next header found
+    resynchronises the stream; a body that is not JSON is skipped with a message to the user;
+    a Content-Length beyond ``MAX_MESSAGE_BYTES`` ends the session with a message."""
+    import json
+
+    length = 0
+    while not server._stop_event.is_set():
+        line = await reader.readline()
+        if not line:
+            break
+        m = _CONTENT_LENGTH.search(line)
+        if m:
+            length = int(m.group(1))
+            if length > MAX_MESSAGE_BYTES:
+                server.framing_error(f"a message from the editor declares {length:,} bytes "
+                                     f"(more than {MAX_MESSAGE_BYTES:,}): the stream is "
+                                     f"corrupt; the server stops")
+                break
+            continue
+        if not length or line.strip():
+            continue  # another header, or noise between messages
+        body = await reader.readexactly(length)
+        length = 0
+        if not body:
+            break
+        try:
+            message = json.loads(body, object_hook=server.protocol.structure_message)
+        except Exception:  # noqa: BLE001 - a framing error: skip it, resynchronise
+            server.framing_error("a message from the editor was malformed (its Content-Length "
+                                 "does not match its body?); it was skipped")
+            continue
+        try:
+            server.protocol.handle_message(message)
+        except Exception as exc:  # noqa: BLE001 - as pygls: report and go on
+            log.exception("unable to handle a message")
+            from pygls.exceptions import JsonRpcException
+
+            server.report_server_error(exc, JsonRpcException)
+        _forget_finished(server.protocol)
+
+
+def _forget_finished(protocol) -> None:
+    """pygls (2.0) keeps the future of every notification handled by a generator handler
+    (didOpen, didClose, ...) in ``_request_futures`` under a random id that no response ever
+    removes: about 2 KB per notification, forever. The finished ones are dropped here (a
+    request's entry is only looked up to cancel it, or removed with a default, when its
+    response is sent)."""
+    futures = getattr(protocol, "_request_futures", None)
+    if isinstance(futures, dict) and futures:
+        for key in [k for k, f in futures.items() if f.done()]:
+            del futures[key]
 
 
 def create_server(workers: int = DEFAULT_WORKERS, debounce: float = DEFAULT_DEBOUNCE,
@@ -656,7 +797,21 @@ def main(argv: Optional[list] = None) -> int:
                         "processes (no protection against a crashing parser)")
     args = p.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    if args.timeout <= 0:
+        p.error("--timeout must be positive")
     server = create_server(args.workers, args.debounce, args.timeout, not args.threads)
+    import signal
+
+    def terminate(signum, frame):  # SIGTERM/SIGHUP: no worker outlives the server
+        server.pool.close()
+        os._exit(0)
+
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            try:
+                signal.signal(sig, terminate)
+            except (ValueError, OSError):  # not the main thread
+                pass
     try:
         server.start_io()
     finally:

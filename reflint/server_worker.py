@@ -46,3 +46,21 @@ def warm_up() -> Optional[str]:
     lint_text("import jax\n\ndef f(x):\n    r = jax.new_ref(x)\n    return r\n", "warm.py",
               Settings())
     return None
+
+
+def watch_parent(server_pid: int) -> None:
+    """A worker's initializer: end this process when the server is gone (killed with
+    SIGKILL, it cannot stop its workers itself). A daemon thread checks every second that
+    the parent is still the server."""
+    import os
+    import threading
+    import time
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != server_pid:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="reflint-watch-parent", daemon=True).start()
+

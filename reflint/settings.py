@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -122,44 +121,24 @@ def expand_codes(items, include_opt_in: bool = False) -> set:
 
 # -- path patterns ----------------------------------------------------------------------------
 
-_GLOB_CACHE: dict = {}
-
-
 def _glob_regex(pattern: str):
-    rx = _GLOB_CACHE.get(pattern)
-    if rx is None:
-        i, out = 0, []
-        while i < len(pattern):
-            c = pattern[i]
-            if pattern.startswith("**/", i):
-                out.append(r"(?:.*/)?")
-                i += 3
-                continue
-            if pattern.startswith("**", i):
-                out.append(r".*")
-                i += 2
-                continue
-            if c == "*":
-                out.append(r"[^/]*")
-            elif c == "?":
-                out.append(r"[^/]")
-            elif c == "[":
-                j = pattern.find("]", i + 1)
-                if j == -1:
-                    out.append(re.escape(c))
-                else:
-                    body = pattern[i + 1:j].replace("\\", "\\\\")
-                    if body.startswith("!"):
-                        body = "^" + body[1:]
-                    out.append(f"[{body}]")
-                    i = j + 1
-                    continue
-            else:
-                out.append(re.escape(c))
-            i += 1
-        rx = re.compile("".join(out) + r"\Z")
-        _GLOB_CACHE[pattern] = rx
-    return rx
+    """The compiled glob (reflint.globs: linear-time matching; ``.match(text)``). An invalid
+    pattern (rejected when the configuration is read) matches nothing."""
+    from .globs import GlobError, compile_glob
+
+    try:
+        return compile_glob(pattern)
+    except GlobError:
+        return _NOTHING
+
+
+class _Nothing:
+    @staticmethod
+    def match(text: str) -> bool:
+        return False
+
+
+_NOTHING = _Nothing()
 
 
 def path_matches(path: str, pattern: str, root: str = "", ancestors: bool = True) -> bool:

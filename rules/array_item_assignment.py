@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import functools
+import weakref
 
 from reflint._lazy import lazy
 from reflint import api
@@ -9,6 +10,7 @@ from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal, QN
 
 cst = lazy("libcst")
+_analysis = lazy("reflint.analysis")
 
 
 # Functions, not constants: libcst is imported on first use (reflint._lazy).
@@ -338,87 +340,82 @@ def _is_local(analysis, name, func) -> bool:
     return name in func.summary or func.param(name) is not None
 
 
+# The scopes' alias indexes of each analysis (kept as long as the analysis is).
+_ALIAS_INDEXES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def _maybe_aliased(analysis, name, func, stmt) -> bool:
     """A bare use of ``name`` (not ``name[...]``, ``name.attr`` or a rebinding) before the
-    write, or anywhere when the write is in a loop: the array may be held elsewhere too."""
-    scope_node = analysis.module if func is None or func.is_module else func.node.body
-    write_line = analysis.line_of(stmt) or 0
-    in_loop = [False]
-    uses = []
+    write, or anywhere when the write is in a loop: the array may be held elsewhere too.
 
-    class V(cst.CSTVisitor):
-        depth = 0
-
-        def visit_For(self, node):
-            if _contains(node.body, stmt):
-                in_loop[0] = True
-
-        def visit_While(self, node):
-            if _contains(node.body, stmt):
-                in_loop[0] = True
-
-        def visit_Subscript(self, node):
-            if isinstance(node.value, cst.Name):
-                for el in node.slice:
-                    el.visit(self)
-                return False
-
-        def visit_Attribute(self, node):
-            if isinstance(node.value, cst.Name):
-                return False
-
-        def visit_AssignTarget(self, node):
-            if isinstance(node.target, cst.Name):
-                return False
-
-        def visit_AugAssign(self, node):
-            if isinstance(node.target, cst.Name) and node.target.value == name:
-                uses.append(node)
-
-        def visit_Name(self, node):
-            if node.value == name:
-                uses.append(node)
-
-        def visit_FunctionDef(self, node):
-            if func is None or func.is_module:
-                uses.extend(_names_in(node, name))
-                return False
-
-        def visit_ClassDef(self, node):
-            if func is None or func.is_module:
-                uses.extend(_names_in(node, name))
-                return False
-
-    scope_node.visit(V())
-    for u in uses:
-        if in_loop[0]:
-            return True
-        line = analysis.line_of(u) or 0
-        if line <= write_line:
-            return True
-    return False
+    The scope is walked once for all names and writes (``_AliasIndex``), not once per finding:
+    a module of N item assignments costs O(N), not O(N^2)."""
+    module_scope = func is None or func.is_module
+    scope_node = analysis.module if module_scope else func.node.body
+    cache = _ALIAS_INDEXES.get(analysis)
+    if cache is None:
+        cache = _ALIAS_INDEXES[analysis] = {}
+    index = cache.get(id(scope_node))
+    if index is None:
+        index = cache[id(scope_node)] = _AliasIndex(scope_node, module_scope)
+    uses = index.uses.get(name)
+    if not uses:
+        return False
+    if id(stmt) in index.looped:
+        return True
+    first = index.first_line.get(name)
+    if first is None:
+        first = index.first_line[name] = min((analysis.line_of(u) or 0) for u in uses)
+    return first <= (analysis.line_of(stmt) or 0)
 
 
-def _contains(tree, node) -> bool:
-    found = [False]
+class _AliasIndex:
+    """One walk of a scope: the bare uses of every name (``uses``: name -> nodes) and the
+    assignments inside a ``for``/``while`` body (``looped``: node ids). At module scope a
+    nested function or class counts every occurrence of a name as a use (it may run at any
+    time), and its own loops do not count. Walks the dataclass fields (``child_nodes``), not
+    libcst's visitor, which rebuilds every node it passes."""
 
-    class V(cst.CSTVisitor):
-        def on_visit(self, n):
-            if n is node:
-                found[0] = True
-            return not found[0]
-
-    tree.visit(V())
-    return found[0]
-
-
-def _names_in(tree, name) -> list:
-    out = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n):
-            if n.value == name:
-                out.append(n)
-
-    tree.visit(V())
-    return out
+    def __init__(self, scope_node, module_scope: bool):
+        self.uses: dict = {}
+        self.looped: set = set()
+        self.first_line: dict = {}
+        uses = self.uses
+        children = _analysis.child_nodes
+        defs = (cst.FunctionDef, cst.ClassDef)
+        stack = [(scope_node, False, False)]  # node, in a loop body, in a module-level def
+        while stack:
+            node, loop, in_def = stack.pop()
+            t = type(node)
+            if loop and (t is cst.Assign or t is cst.AugAssign):
+                self.looped.add(id(node))
+            if in_def:
+                if t is cst.Name:
+                    uses.setdefault(node.value, []).append(node)
+                else:
+                    stack.extend((c, loop, True) for c in children(node))
+                continue
+            if t is cst.For or t is cst.While:
+                body = node.body
+                stack.extend((c, loop or c is body, False) for c in children(node))
+                continue
+            if t is cst.Subscript:
+                if type(node.value) is cst.Name:
+                    stack.extend((el, loop, False) for el in node.slice)
+                    continue
+            elif t is cst.Attribute:
+                if type(node.value) is cst.Name:
+                    continue
+            elif t is cst.AssignTarget:
+                if type(node.target) is cst.Name:
+                    continue
+            elif t is cst.AugAssign:
+                if type(node.target) is cst.Name:
+                    uses.setdefault(node.target.value, []).append(node)
+            elif t is cst.Name:
+                uses.setdefault(node.value, []).append(node)
+                continue
+            elif module_scope and t in defs:
+                stack.extend((c, loop, True) for c in children(node))
+                continue
+            stack.extend((c, loop, False) for c in children(node))

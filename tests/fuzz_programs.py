@@ -161,6 +161,40 @@ def program(rng: random.Random) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+CELLS = [
+    "x_ref = jax.new_ref(jnp.zeros({k}))\n",
+    "@jax.jit\ndef step{i}(r):\n    x_ref[...] += r[...]\n    return jnp.sin(r)\n",
+    "def step{i}(r):\n    return r[...] + x_ref[...]\n",
+    "y{i} = step{i}(x_ref)\n",
+    "g{i} = jax.jit(step{i})\ny{i} = g{i}(x_ref)\n",
+    "arr = jnp.zeros(4)\narr[0] = {k}\n",
+    "arr = jnp.ones(3)\nb{i} = arr\narr[1] += {k}\n",
+    "for i in range({k}):\n    arr = jnp.zeros(2)\n    arr[0] = i\n",
+    "fns = [step{i}]\n",
+    "def later{i}():\n    return step{i}\n",
+    "z{i} = lax.cond(True, step{i}, step{i}, x_ref)\n",
+    "x_ref = jax.new_ref(jnp.ones({k}))\nw{i} = x_ref + 1\n",
+    "jax.freeze(x_ref)\n",
+    "o_ref = jax.new_ref(jnp.zeros({k}))\no_ref[...] = y_ref[...] * {k}\n",
+    "print(y{i} if 'y{i}' in dir() else x_ref[...])\n",
+]
+
+
+def notebook_program(rng: random.Random) -> str:
+    """An exported notebook (issue 29): module-level code in "cells", a ref rebound per cell,
+    functions defined per cell and called there, item assignment at module level, aliases and
+    escapes of the cells' functions."""
+    parts = [PRELUDE, "\n"]
+    for i in range(rng.randint(2, 12)):
+        parts.append(f"# %% cell {i}\n")
+        parts.append("def step{i}(r):\n    return r\n".format(i=i))
+        for _ in range(rng.randint(1, 4)):
+            parts.append(rng.choice(CELLS).format(i=i, k=rng.randint(1, 5)))
+        if rng.random() < 0.3:
+            parts.append(_block(rng, rng.randint(1, 3)) + "\n")
+    return "".join(parts)
+
+
 def valid(source: str) -> bool:
     try:
         compile(source, "gen.py", "exec", dont_inherit=True, flags=0x400)
@@ -193,6 +227,13 @@ def check_properties(source: str, path: str = "gen.py") -> list:
             failures.append(f"bad position {d.line}-{d.end_line} for {d.code}")
     if [(d, d.message, d.fix) for d in first] != [(d, d.message, d.fix) for d in second]:
         failures.append("non-deterministic output")
+    try:
+        unfiltered = lint_source(source, path, Settings(), use_prefilter=False).diagnostics
+    except BaseException as e:  # noqa: BLE001
+        return failures + [f"exception without the pre-filter: {type(e).__name__}: {e}"]
+    if [(d, d.message) for d in first] != [(d, d.message) for d in unfiltered]:
+        failures.append("the pre-filter changes the findings: "
+                        f"{sorted(set(first) ^ set(unfiltered))[:4]}")
     if any(d.fix for d in first):
         settings = Settings(unsafe_fixes=True)
         try:

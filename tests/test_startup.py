@@ -25,8 +25,8 @@ print("after check:", sorted(heavy), code)
 """
 
 
-def _run(path: str) -> str:
-    env = dict(os.environ, PYTHONPATH=ROOT)
+def _run(path: str, **extra) -> str:
+    env = dict(os.environ, PYTHONPATH=ROOT, **extra)
     return subprocess.run([sys.executable, "-c", PROBE, path], capture_output=True,
                           text=True, env=env, cwd=ROOT, check=False).stdout
 
@@ -50,8 +50,11 @@ def test_a_file_with_ref_code_loads_the_analysis(tmp_path):
     f = tmp_path / "refs.py"
     f.write_text("import jax\n\n\n@jax.jit\ndef f(x):\n    r = jax.new_ref(x)\n    return r\n",
                  encoding="utf-8")
-    out = _run(str(f))
+    out = _run(str(f), REFLINT_ISOLATE="0")
     assert "REF001" in out and "after check: ['libcst', 'reflint.analysis'] 1" in out, out
+    # Checked in a forked child (reflint.isolate): the analysis is loaded there only.
+    out = _run(str(f))
+    assert "REF001" in out and "after check: [] 1" in out, out
 
 
 def test_lazy_module_behaves_like_the_module():

@@ -726,60 +726,24 @@ class StatementsMixin:
                 return at_def
         return value
 
-    @staticmethod
-    def _local_only(f: FunctionInfo, scope: FunctionInfo) -> bool:
+    def _local_only(self, f: FunctionInfo, scope: FunctionInfo) -> bool:
         """Whether ``f``, a def of ``scope``, is used only by ``scope``'s own statements, as a
         call or as an argument (``jax.jit(f)``, ``lax.cond(p, f, g)``), and so runs only at
         the calls the analysis sees there: the name ``f`` (and the names bound to expressions
         that mention it, ``g = jax.jit(f)``) is not read in a nested function, returned,
-        yielded, stored in a container, an attribute or an item."""
+        yielded, stored in a container, an attribute or an item.
+
+        The scope is walked once for all its defs (``_EscapeIndex``), not once per def: a
+        notebook of N cells, each with a def, costs O(N), not O(N^2)."""
         if f.local_only is not None:
             return f.local_only
         ok = not f.is_lambda
         if ok:
-            body = scope.node.body if scope.is_module else _body(scope.node.body)
-            names = {f.name}
-            changed = True
-            while changed:  # aliases: `g = jax.jit(f)`
-                changed = False
-                for node in walk_nodes(list(body), _in_own_scope):
-                    if type(node) is cst.Assign and len(node.targets) == 1 and \
-                            type(node.targets[0].target) is cst.Name and \
-                            node.targets[0].target.value not in names and any(
-                                type(n) is cst.Name and n.value in names
-                                for n in walk_nodes([node.value], _in_own_scope)):
-                        names.add(node.targets[0].target.value)
-                        changed = True
-            escaping = (cst.Return, cst.Yield, cst.List, cst.Tuple, cst.Set, cst.Dict,
-                        cst.Lambda, cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal)
-            stack = [(n, False) for n in body]
-            while stack and ok:
-                node, bad = stack.pop()
-                t = type(node)
-                if t is cst.Name:
-                    if bad and node.value in names:
-                        ok = False
-                    continue
-                if t is cst.FunctionDef and node is not f.node:
-                    for d in node.decorators:
-                        stack.append((d, bad))
-                    stack.append((node.body, True))
-                    stack.append((node.params, True))
-                    continue
-                if t is cst.FunctionDef:  # f's own def: its decorators run in the scope
-                    for d in node.decorators:
-                        stack.append((d, bad))
-                    continue
-                if t in (cst.Assign, cst.AugAssign, cst.AnnAssign):
-                    targets = [tg.target for tg in node.targets] if t is cst.Assign else \
-                        [node.target]
-                    if any(type(tg) is not cst.Name for tg in targets):
-                        bad = True  # stored in an item or an attribute
-                    if node.value is not None:
-                        stack.append((node.value, bad))
-                    continue
-                bad = bad or t in escaping
-                stack.extend((c, bad) for c in child_nodes(node))
+            cache = self.__dict__.setdefault("_escape_index", {})
+            index = cache.get(id(scope))
+            if index is None:
+                index = cache[id(scope)] = _EscapeIndex(scope)
+            ok = index.local_only(f)
         f.local_only = ok
         return ok
 
@@ -795,4 +759,73 @@ class StatementsMixin:
         while f is not None and f is not scope:
             f.closure_refs.setdefault(label, (value, node))
             f = f.parent
+
+
+class _EscapeIndex:
+    """One walk of a scope's statements for ``_local_only``: the aliases (``g = jax.jit(f)``:
+    an edge from each name the value mentions to ``g``), and where each name is read in an
+    escaping position (returned, yielded, stored in a container, an attribute or an item, read
+    in a nested function, lambda or class), with the innermost nested def holding that read
+    (``owner``: the reads in ``f``'s own parameters and body do not count for ``f``)."""
+
+    _ESCAPING = (cst.Return, cst.Yield, cst.List, cst.Tuple, cst.Set, cst.Dict, cst.Lambda,
+                 cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal)
+
+    def __init__(self, scope: FunctionInfo):
+        body = list(scope.node.body if scope.is_module else _body(scope.node.body))
+        self.scope = scope  # keeps id(scope), the cache key, valid
+        self.aliases: dict = {}  # name -> names bound to values that mention it
+        for node in walk_nodes(body, _in_own_scope):
+            if type(node) is cst.Assign and len(node.targets) == 1 and \
+                    type(node.targets[0].target) is cst.Name:
+                target = node.targets[0].target.value
+                for n in walk_nodes([node.value], _in_own_scope):
+                    if type(n) is cst.Name:
+                        self.aliases.setdefault(n.value, set()).add(target)
+        self.escapes: dict = {}  # name -> [owner def node or None], one per escaping read
+        self.parent: dict = {}  # id(def node) -> the def node holding it, or None
+        escaping = self._ESCAPING
+        stack = [(n, False, None) for n in body]
+        while stack:
+            node, bad, owner = stack.pop()
+            t = type(node)
+            if t is cst.Name:
+                if bad:
+                    self.escapes.setdefault(node.value, []).append(owner)
+                continue
+            if t is cst.FunctionDef:
+                # Its decorators run in the enclosing code; its parameters' defaults and body
+                # are "a nested function" for every def but itself.
+                self.parent[id(node)] = owner
+                for d in node.decorators:
+                    stack.append((d, bad, owner))
+                stack.append((node.body, True, node))
+                stack.append((node.params, True, node))
+                continue
+            if t in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+                targets = [tg.target for tg in node.targets] if t is cst.Assign else \
+                    [node.target]
+                if any(type(tg) is not cst.Name for tg in targets):
+                    bad = True  # stored in an item or an attribute
+                if node.value is not None:
+                    stack.append((node.value, bad, owner))
+                continue
+            bad = bad or t in escaping
+            stack.extend((c, bad, owner) for c in child_nodes(node))
+
+    def local_only(self, f: FunctionInfo) -> bool:
+        names = {f.name}
+        todo = [f.name]
+        while todo:  # every alias of f, transitively
+            for target in self.aliases.get(todo.pop(), ()):
+                if target not in names:
+                    names.add(target)
+                    todo.append(target)
+        for name in names:
+            for owner in self.escapes.get(name, ()):
+                while owner is not None and owner is not f.node:
+                    owner = self.parent[id(owner)]
+                if owner is None:  # not inside f's own def: an escaping read
+                    return False
+        return True
 
