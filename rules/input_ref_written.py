@@ -72,12 +72,7 @@ class InputRefWritten(Rule):
     triggers = REF_EVIDENCE
 
     def check(self, analysis):
-        seen = set()
-        for entry in analysis.kernel_entries:
-            info = entry.func
-            if id(info) in seen:
-                continue
-            seen.add(id(info))
+        for info in analysis.kernel_functions():
             io = kernel_io(analysis, info)
             if io is None or not io.outputs:
                 continue

@@ -92,12 +92,9 @@ class OutputRefRebound(Rule):
     triggers = REF_EVIDENCE
 
     def check(self, analysis):
-        seen = set()
-        for entry in analysis.kernel_entries:
-            info = entry.func
-            if id(info) in seen or info.is_lambda:
+        for info in analysis.kernel_functions():
+            if info.is_lambda:
                 continue
-            seen.add(id(info))
             outputs = analysis.kernel_outputs(info)
             if not outputs:
                 continue

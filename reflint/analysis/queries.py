@@ -82,6 +82,11 @@ class QueriesMixin:
 
     # -- Pallas kernels ----------------------------------------------------------------------
 
+    def kernel_functions(self) -> list:
+        """Each function run as a Pallas kernel, once, in the order of its first launch."""
+        return self.cached("kernel functions", lambda: list(
+            {id(e.func): e.func for e in self.kernel_entries}.values()))
+
     def kernel_outputs(self, info: FunctionInfo) -> Optional[tuple]:
         """The parameters of a Pallas kernel that receive its output refs, when every launch
         of it says the same: the refs come in the order operands, outputs, scratch buffers
