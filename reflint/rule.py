@@ -95,6 +95,8 @@ def parse_doc_sections(doc: str) -> dict[str, str]:
         else:
             lines.append(line)
     sections[current] = "\n".join(lines).strip()
+    # The summary is one line wherever it is shown (`reflint rules`, tables, hovers).
+    sections["Summary"] = " ".join(sections.get("Summary", "").split())
     return sections
 
 

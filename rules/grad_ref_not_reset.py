@@ -12,8 +12,7 @@ _ADDS = ("augitem", "addupdate")
 
 
 class GradRefNotReset(Rule):
-    """A gradient ref bound with `with_refs` is used across loop iterations without being
-    zeroed.
+    """A gradient ref bound with `with_refs` is reused across iterations without being zeroed.
 
     ## What it does
     Reports `vjp_fn.with_refs(g_ref)` applied inside a loop body (or inside a function called
