@@ -418,6 +418,10 @@ class Api:
     # literal True at construction or at the call (``use_running_average=True``).
     call_writes: str = ""
     write_unless: tuple = ()
+    # The values it writes are wrapped in `jax.lax.stop_gradient` (BatchNorm's statistics of
+    # ref Variables on flax 0.12.12; flax 0.12.8 did not, and failed under `jax.grad`): the
+    # write is a write (REF005), but never of a differentiated value (no REF008).
+    writes_stop_gradient: bool = False
 
 
 def _lax(name: str) -> tuple:
@@ -702,12 +706,13 @@ APIS: tuple = (
         Family.NNX, Result.NNX_OBJECT, word="a Module"),
     # Measured on flax 0.12.8 + JAX 0.10.2 (docs/flax-nnx.md): in training a BatchNorm call
     # writes its batch statistics (under jax.vmap of a closure: JAX's set/swap error; under
-    # jax.grad: the differentiated-value error), `Optimizer.update` its state and the model's
+    # jax.grad: the differentiated-value error on flax 0.12.8, none on flax 0.12.12, which
+    # stop_gradients them: not reported), `Optimizer.update` its state and the model's
     # parameters. (Dropout's and Rngs' counters fail with Flax's TraceContextError instead:
     # not modelled.)
     Api("nnx_batch_norm", ("flax.nnx.BatchNorm", "flax.nnx.nn.normalization.BatchNorm"),
         Family.NNX, Result.NNX_OBJECT, word="a Module", call_writes="__call__",
-        write_unless=("use_running_average",)),
+        write_unless=("use_running_average",), writes_stop_gradient=True),
     Api("nnx_optimizer", ("flax.nnx.Optimizer", "flax.nnx.ModelAndOptimizer",
                           "flax.nnx.training.optimizer.Optimizer"),
         Family.NNX, Result.NNX_OBJECT, word="a Module", call_writes="update"),

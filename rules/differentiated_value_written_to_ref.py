@@ -65,10 +65,10 @@ class DifferentiatedValueWrittenToRef(Rule):
     does not see writes through method-style ref APIs, refs held by objects of classes of
     other modules, `argnums` that are not literal integers, or functions passed to
     higher-order functions the analysis does not know. Flax NNX: a module's method writing
-    its own Variables (`self.mean[...] = x.mean(0)`) is followed through the call, and Flax's
-    layers that write when called are registry entries (`BatchNorm(use_running_average=False)`
-    given literally; Dropout's RNG counters fail with Flax's `TraceContextError`, not
-    modelled). A value
+    its own Variables (`self.mean[...] = x.mean(0)`) is followed through the call. Flax's
+    `BatchNorm(use_running_average=False)` is not reported: flax 0.12.12 wraps its statistics
+    of ref Variables in `stop_gradient` (flax 0.12.8 did not and fails under `jax.grad`);
+    Dropout's RNG counters fail with Flax's `TraceContextError`, not modelled. A value
     computed by a function of integer dtype that reflint does not recognize is treated as
     differentiated.
 

@@ -558,7 +558,8 @@ class ObjectsMixin:
             return
         receiver = node.func.value if method != "__call__" and \
             type(node.func) is cst.Attribute else node.func
-        self._record_access("setitem", node, receiver, layer, pos[-1].value, None)
+        value = None if a.writes_stop_gradient else pos[-1].value  # no REF008 then
+        self._record_access("setitem", node, receiver, layer, value, None)
 
     def _dict_view(self, base: DictVal, attr: str) -> Optional[Value]:
         if attr in ("values", "items", "keys"):
