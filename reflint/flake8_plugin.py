@@ -4,17 +4,23 @@ There is no second implementation: the plugin joins the lines flake8 read, runs
 ``reflint.engine.lint_source`` on them with the settings ``reflint check`` would use for the
 file (the nearest ``[tool.reflint]``), and yields flake8's tuples. flake8 then applies its own
 selection (``--select``, ``extend-select``, ``per-file-ignores``) and ``# noqa`` handling.
+
+As in ``reflint check``, a file the pre-filter keeps (one that may reach libcst's native
+parser) is checked in a forked child (``reflint.isolate.Worker``, one per flake8 process, kept
+warm between files): a crash or the per-file memory limit costs that file a REF903/REF904, not
+flake8's run. Files the pre-filter rules out are checked here (no native parse, no fork).
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
 import os
 from typing import Iterator
 
-from . import __version__
+from . import __version__, isolate
 from .config import Resolver
-from .engine import lint_source
+from .engine import FileResult, internal_error, lint_source, prefilter
 
 _RESOLVER = None
 
@@ -28,6 +34,26 @@ def _settings_for(filename: str):
             else os.getcwd()
         return _RESOLVER.for_dir(base if os.path.isdir(base) else os.getcwd())
     return _RESOLVER.for_file(filename)
+
+
+_WORKER = None
+
+
+def _worker() -> isolate.Worker:
+    global _WORKER
+    if _WORKER is None:
+        isolate.preload()  # imports and first-use tables here, once: the child starts warm
+        _WORKER = isolate.Worker(_lint_total)
+        atexit.register(_WORKER.close)
+    return _WORKER
+
+
+def _lint_total(source: str, filename: str, settings, tree=None) -> FileResult:
+    """``lint_source``, with the per-file memory limit's ``MemoryError`` as REF904."""
+    try:
+        return lint_source(source, filename, settings, tree=tree)
+    except MemoryError:
+        return FileResult(filename, [isolate.out_of_memory(filename)])
 
 
 class Flake8Plugin:
@@ -46,13 +72,19 @@ class Flake8Plugin:
     def run(self) -> Iterator[tuple]:
         source = "".join(self.lines)
         settings = _settings_for(self.filename)
+        tree = self.tree if isinstance(self.tree, ast.Module) else None
         try:
-            tree = self.tree if isinstance(self.tree, ast.Module) else None
-            result = lint_source(source, self.filename, settings, tree=tree)
+            if isolate.enabled() and prefilter(settings.for_path(self.filename)).search(source):
+                # flake8's tree is not sent to the child: it parses the file again with ast.
+                result = _worker().call(source, self.filename, settings)
+                if isinstance(result, isolate.Died):
+                    d = isolate.describe_death(self.filename, result)
+                    yield 1, 0, f"{d.code} {d.message}", type(self)
+                    return
+            else:
+                result = _lint_total(source, self.filename, settings, tree)
         except (Exception, RecursionError, MemoryError) as e:  # noqa: BLE001 - as `reflint
             # check`: report (REF903), do not crash
-            from .engine import internal_error
-
             yield 1, 0, f"REF903 {internal_error(self.filename, e).message}", type(self)
             return
         for d in result.diagnostics:

@@ -234,6 +234,120 @@ def call_isolated(fn: Callable, *args):
     return None  # pragma: no cover
 
 
+class Worker:
+    """A forked child kept between calls: ``call(*args)`` runs ``fn(*args)`` there, so a crash
+    costs one call (a ``Died`` is returned and the next call forks a new child) while the
+    child's imports and caches stay warm from one call to the next. For callers that get
+    their items one at a time (the flake8 plugin). Arguments and results are pickled; a
+    process forked from this one (flake8's own workers) starts its own child."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self._owner = None  # the pid that started the child
+        self._pid = 0
+        self._to = self._from = None
+
+    def call(self, *args):
+        if not enabled():
+            return self.fn(*args)
+        if self._owner != os.getpid():
+            self._start()
+        try:
+            _send(self._to, args)
+            reply = _receive(self._from)
+        except OSError:
+            reply = None
+        if reply is None:  # the child died on this call
+            return self._reap()
+        ok, value = reply
+        if ok == "raised":
+            raise value
+        return value
+
+    def _start(self) -> None:
+        self._forget()
+        budget = memory_budget()
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: serves calls until its input ends; never returns
+            code = 0
+            try:
+                os.close(down_w)
+                os.close(up_r)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                if budget:
+                    limit_memory(budget)
+                with os.fdopen(down_r, "rb") as inp, os.fdopen(up_w, "wb") as out:
+                    while True:
+                        args = _receive(inp)
+                        if args is None:
+                            break
+                        try:
+                            msg = ("ok", self.fn(*args))
+                        except BaseException as e:  # noqa: BLE001 - re-raised in the parent
+                            msg = ("raised", e)
+                        _send(out, msg)
+            except BaseException:  # noqa: BLE001 - the parent sees the pipe close
+                code = 70
+            finally:
+                os._exit(code)
+        os.close(down_r)
+        os.close(up_w)
+        self._owner, self._pid = os.getpid(), pid
+        self._to, self._from = os.fdopen(down_w, "wb"), os.fdopen(up_r, "rb")
+
+    def _forget(self) -> None:
+        """Drop the pipes of a child this process does not own (inherited through a fork) or
+        that has died."""
+        for f in (self._to, self._from):
+            if f is not None:
+                try:
+                    f.close()
+                except OSError:
+                    pass
+        self._to = self._from = None
+        self._owner = None
+
+    def _reap(self) -> Died:
+        self._forget()
+        try:
+            os.kill(self._pid, signal.SIGKILL)
+        except OSError:
+            pass
+        _, status = _wait(self._pid)
+        return _status(status)
+
+    def close(self) -> None:
+        if self._owner == os.getpid():
+            self._forget()  # the child sees its input end and exits
+            _wait(self._pid)
+
+
+def _send(out, obj) -> None:
+    try:
+        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+    except Exception as e:  # noqa: BLE001 - an unpicklable value or exception
+        data = pickle.dumps(("raised", RuntimeError(repr(e))))
+    out.write(_HEADER.pack(len(data)))
+    out.write(data)
+    out.flush()
+
+
+def _receive(inp):
+    """The next object on ``inp``, or None at its end."""
+    head = inp.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return None
+    (n,) = _HEADER.unpack(head)
+    data = inp.read(n)
+    if len(data) < n:
+        return None
+    return pickle.loads(data)
+
+
 def out_of_memory(path: str):
     """REF904 for a file whose check needed more memory than the per-file limit."""
     from .engine import not_checked
@@ -281,7 +395,7 @@ def _lint_bytes_total(lint, data, path, settings):
         return FileResult(path, [internal_error(path, e)])
 
 
-def _preload() -> None:
+def preload() -> None:
     """Import what checking a file needs here, once, so that each forked child inherits it
     instead of importing it again (``--fix`` forks once per fixed file)."""
     global _PRELOADED
@@ -314,7 +428,7 @@ def fix_sources(items: list) -> list:
     if not items:
         return []
     if enabled():
-        _preload()
+        preload()
     out = []
     for (source, path, _), res in map_isolated(_fix_total, items):
         if isinstance(res, Died):

@@ -304,9 +304,11 @@ def test_fast_tree_failure_falls_back_to_libcst(monkeypatch, failure):
 
 
 def test_flake8_tree_is_used(monkeypatch):
-    """The flake8 plugin hands over the ``ast`` flake8 already built: no second parse."""
+    """The flake8 plugin hands over the ``ast`` flake8 already built: no second parse (in
+    flake8's process; an isolated child parses again, see tests/test_isolation.py)."""
     import ast
 
+    monkeypatch.setenv("REFLINT_ISOLATE", "0")
     from reflint import gate
     from reflint.flake8_plugin import Flake8Plugin
 

@@ -148,3 +148,52 @@ def test_no_isolation_when_switched_off(monkeypatch):
     monkeypatch.setenv("REFLINT_ISOLATE", "0")
     pid = os.getpid()
     assert list(isolate.map_isolated(lambda x: os.getpid(), [1])) == [(1, pid)]
+
+
+FLAKE8_RUNNER = RUNNER.replace("sys.exit(cli.main(sys.argv[1:]))",
+                               "from flake8.main.cli import main\nsys.exit(main(sys.argv[1:]))")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("marker,code", [("# CRASH", "REF903"), ("# HOG", "REF904")])
+def test_flake8_plugin_contains_crashes(tmp_path, jobs, marker, code):
+    """Under flake8 too, a crash in native code or an exhausted memory limit while checking
+    one file costs that file a diagnostic; flake8's run and the other files' findings go on."""
+    files(tmp_path, **{"a.py": GOOD, "b.py": GOOD, "c.py": bad(marker)})
+    runner = tmp_path / "runner.py"
+    runner.write_text(FLAKE8_RUNNER)
+    e = dict(os.environ, REFLINT_MAX_MEMORY="700MB")
+    r = subprocess.run([sys.executable, str(runner), "--isolated", "--select", "REF",
+                        "-j", jobs, "a.py", "b.py", "c.py"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120, env=e)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert f"c.py:1:1: {code}" in r.stdout, r.stdout
+    assert "a.py:3:5: REF007" in r.stdout and "b.py:3:5: REF007" in r.stdout
+    assert "c.py:4:5: REF007" not in r.stdout
+
+
+def test_worker_keeps_its_state_and_survives_a_death():
+    """``isolate.Worker``: one child serves calls in turn (its state carries over); a call
+    that kills it returns ``Died`` and the next call starts a new child."""
+    seen = []
+
+    def f(x):
+        if x == "die":
+            os._exit(5)
+        if x == "raise":
+            raise ValueError("boom")
+        seen.append(x)
+        return len(seen)
+
+    w = isolate.Worker(f)
+    try:
+        assert [w.call(1), w.call(2)] == [1, 2]  # the child's list grows: one child
+        died = w.call("die")
+        assert isinstance(died, isolate.Died) and "status 5" in died.how
+        assert w.call(3) == 1  # a new child, fresh state
+        with pytest.raises(ValueError, match="boom"):
+            w.call("raise")
+        assert w.call(4) == 2
+        assert seen == []  # nothing ran in this process
+    finally:
+        w.close()
