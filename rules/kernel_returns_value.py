@@ -5,7 +5,7 @@ import functools
 from reflint import api
 from reflint._lazy import lazy
 from reflint.rule import Finding, Rule
-from reflint.values import ArrayVal, DictVal, RefSeqVal, RefVal, SeqVal
+from reflint.values import ArrayVal, CaseVal, DictVal, RefSeqVal, RefVal, SeqVal
 
 from ._common import REF_EVIDENCE
 
@@ -92,14 +92,34 @@ class KernelReturnsValue(Rule):
             seen.add(id(info))
             word = api.API[entry.api_name].call_word or entry.api_name
             for fact in info.returns:
-                if fact.expr is None or not _certainly_a_value(fact.expr, fact.value):
+                if fact.expr is None:
+                    continue
+                when = ""
+                if isinstance(fact.value, CaseVal):
+                    # A test parameter: a value when one of its test cases gives one.
+                    case = next((c for c in fact.value.alts if _certainly_a_value(
+                        c[1], analysis.value_of(c[1]))), None)
+                    if case is None:
+                        continue
+                    when = _when(analysis, fact.value, case)
+                elif not _certainly_a_value(fact.expr, fact.value):
                     continue
                 name = "the lambda" if info.is_lambda else info.name
                 yield Finding(
                     fact.expr,
-                    f"{name} is a Pallas kernel (given to {word}) and returns a value: "
-                    f"JAX requires a kernel to return None; write the result into an output "
-                    f"ref instead (o_ref[...] = ...)")
+                    f"{name} is a Pallas kernel (given to {word}) and returns a value"
+                    f"{when}: JAX requires a kernel to return None; write the result into an "
+                    f"output ref instead (o_ref[...] = ...)")
+
+
+def _when(analysis, value, case) -> str:
+    """`` (`returns` is `0` in test case "array")``: the test case that makes it a value."""
+    label, expr = case
+    text = analysis.module.code_for_node(expr).strip()
+    if len(text) > 40 or "\n" in text:
+        text = ""
+    what = f" (`{value.name}` is `{text}`" if text else f" (`{value.name}`"
+    return what + (f" in test case \"{label}\")" if label else " in one of its test cases)")
 
 
 def _certainly_a_value(expr, value) -> bool:
