@@ -28,7 +28,9 @@ class KernelReturnsValue(Rule):
     Reports a `return <value>` in a function given to `pl.pallas_call` (by call, decorator or
     `functools.partial`), `pl.kernel` / `plgpu.kernel`, or `pl.core_map`, when the returned
     value is certainly not `None`: a ref read, an Array, a ref, a literal, a tuple, arithmetic
-    (also a lambda's body: `pl.pallas_call(lambda *refs: 0, ...)`).
+    (also a lambda's body: `pl.pallas_call(lambda *refs: 0, ...)`), or a test parameter one of
+    whose test cases is such a value (`@parameterized.named_parameters(("array", 0), ...)`,
+    `@pytest.mark.parametrize("returns", [None, 0])`: the case that JAX rejects is named).
     `run_scoped` bodies are not reported: their return value is `run_scoped`'s result.
 
     ## Why is this bad?
@@ -66,13 +68,16 @@ class KernelReturnsValue(Rule):
     ## Known limits
     Only kernels the analysis sees given to a Pallas entry point are checked. A `return` of
     a call whose result is unknown (`return helper(x_ref, o_ref)`, which may well return
-    `None`) is not reported. `emit_pipeline` and `run_state` bodies are not checked (JAX's
+    `None`) is not reported. Test cases are read from the decorator's displays only (not from
+    a list named elsewhere, `*cases` or pytest's `indirect` values). `emit_pipeline` and `run_state` bodies are not checked (JAX's
     behaviour for their return values was not measured).
 
     ## JAX versions
     Every version with Pallas rejects it at trace time (measured on 0.10.2 under
     `interpret=True` on CPU); `pl.kernel` and `core_map` bodies get the same check
-    ("The kernel function in core_map ... should return None").
+    ("The kernel function in core_map ... should return None"). Every value but `None` is
+    rejected, empty containers included: `0`, `False`, `()`, `[]`, `{}` and `(None,)` (measured
+    on 0.10.2).
 
     ## Runtime message
     `ValueError: The kernel function in the pallas_call add_one at example.py:5 should return
@@ -123,8 +128,8 @@ def _when(analysis, value, case) -> str:
 
 
 def _certainly_a_value(expr, value) -> bool:
-    if isinstance(expr, cst.Name) and expr.value == "None":
-        return False
+    if isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"):
+        return expr.value != "None"
     if isinstance(value, (ArrayVal, RefVal, SeqVal, DictVal, RefSeqVal)):
         return True
     return isinstance(expr, _not_none())

@@ -33,14 +33,13 @@ def decorator_cases(decorators, params, is_method: bool,
         form = api.TEST_CASE_DECORATORS.get(qualname_of(call.func) or "")
         if form is None:
             continue
-        if form == "parametrize":
-            cases = _parametrize_cases(call, qualname_of)
-        elif form == "product":
-            cases = _product_cases(call, qualname_of)
+        if form == "product":
+            bound = _product_values(call, params, qualname_of)
         else:
-            cases = _absl_cases(call, form == "named_parameters", qualname_of)
-        bound = _bind_cases(cases, params, is_method, by_position=form != "parametrize") \
-            if cases else None
+            cases = _parametrize_cases(call, qualname_of) if form == "parametrize" else \
+                _absl_cases(call, form == "named_parameters", qualname_of)
+            bound = _bind_cases(cases, params, is_method, by_position=form != "parametrize") \
+                if cases else None
         if bound is None:
             return {}  # which parameters it binds is unknown
         for name, alts in bound.items():
@@ -174,26 +173,29 @@ def _absl_cases(call, named: bool, qualname_of) -> Optional[list]:
     return cases or None
 
 
-def _product_cases(call, qualname_of) -> Optional[list]:
-    """The cases of ``parameterized.product(...)``, one per value of each parameter (every
-    value of each list runs, in some combination with the others)."""
-    cases = []
+def _product_values(call, params, qualname_of) -> Optional[dict]:
+    """Name -> alternatives of ``parameterized.product(...)``: every value of each list runs
+    (in some combination with the others' values); None when one is not a display."""
+    by_name = {p.name for p in params if p.kind in ("pos", "kwonly")}
+    out: dict = {}
     for a in call.args:
         if a.star:
             return None
         values = _elements(a.value)
-        if values is None:
+        if not values:
             return None
         if a.keyword is not None:
-            cases.extend(("", (), {a.keyword.value: v}) for v in values)
-            continue
-        dicts = [_keywords(v, qualname_of) for v in values]
-        if not dicts or any(d is None for d in dicts) or \
-                any(d.keys() != dicts[0].keys() for d in dicts):
-            return None
-        for d in dicts:
-            cases.extend(("", (), {k: v}) for k, v in d.items())
-    return cases or None
+            rows = [{a.keyword.value: v} for v in values]
+        else:
+            rows = [_keywords(v, qualname_of) for v in values]
+            if any(r is None or r.keys() != rows[0].keys() for r in rows):
+                return None
+        for row in rows:
+            for k, v in row.items():
+                if k not in by_name:
+                    return None
+                out.setdefault(k, []).append(("", v))
+    return {k: tuple(v) for k, v in out.items()} or None
 
 
 def _parametrize_cases(call, qualname_of) -> Optional[list]:
