@@ -133,3 +133,9 @@ def test_kernel_returning_a_test_parameter():
 ])
 def test_kernel_returning_a_test_parameter_negatives(decorator, before):
     assert ref018(decorator, before) == []
+
+
+def test_a_static_method_has_no_self():
+    src = ABSL + ("class T(parameterized.TestCase):\n    @staticmethod\n"
+                  "    @parameterized.parameters((1, 2))\n    def f(a, b):\n        pass\n")
+    assert cases(src) == {"f": {"a": [("", "1")], "b": [("", "2")]}}

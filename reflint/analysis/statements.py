@@ -366,7 +366,8 @@ class StatementsMixin:
                 continue  # the builtin: still the function, called without (or with) a receiver
             value = self._apply_decorator(dv, value, d.decorator, state)
         if node.decorators:
-            info.cases = decorator_cases(node.decorators, info.params, cls is not None,
+            info.cases = decorator_cases(node.decorators, info.params,
+                                         cls is not None and "staticmethod" not in kinds,
                                          self._qualname_of)
         if self.project is not None and outer.is_module and cls is None:
             self._project_roles(info, node)  # launched as a kernel (or traced) elsewhere
