@@ -69,8 +69,9 @@ class KernelReturnsValue(Rule):
     Only kernels the analysis sees given to a Pallas entry point are checked. A `return` of
     a call whose result is unknown (`return helper(x_ref, o_ref)`, which may well return
     `None`) is not reported. Test cases are read from the decorator's displays only (not from
-    a list named elsewhere, `*cases` or pytest's `indirect` values). `emit_pipeline` and `run_state` bodies are not checked (JAX's
-    behaviour for their return values was not measured).
+    a list named elsewhere, `*cases` or pytest's `indirect` values). `emit_pipeline` and
+    `run_state` bodies are not checked (JAX's behaviour for their return values was not
+    measured).
 
     ## JAX versions
     Every version with Pallas rejects it at trace time (measured on 0.10.2 under

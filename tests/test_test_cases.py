@@ -139,3 +139,15 @@ def test_a_static_method_has_no_self():
     src = ABSL + ("class T(parameterized.TestCase):\n    @staticmethod\n"
                   "    @parameterized.parameters((1, 2))\n    def f(a, b):\n        pass\n")
     assert cases(src) == {"f": {"a": [("", "1")], "b": [("", "2")]}}
+
+
+@pytest.mark.parametrize("decorator", [
+    "parameterized.parameters()", "parameterized.named_parameters()",
+    "parameterized.product()", "pytest.mark.parametrize()", 'pytest.mark.parametrize("a", [])',
+    'parameterized.named_parameters((b"x", 1))', "parameterized.parameters(dict(**kw))",
+    'parameterized.parameters({**kw, "a": 1})', "parameterized.parameters({1: 2})",
+    'pytest.mark.parametrize("", [1])', 'pytest.mark.parametrize("a b", [1])',
+    'pytest.mark.parametrize("a", [pytest.param(*xs)])', "parameterized.product(**grid)",
+])
+def test_malformed_decorators_are_unknown(decorator):
+    assert cases(method(decorator)) == {}
