@@ -97,8 +97,8 @@ class TracedStateLeak(Rule):
     `count[0] += 1` of a Python int) is reported too: it is the once-per-trace side effect of
     the Example, whether or not a tracer leaks. Trace-time bookkeeping done on purpose
     (counting traces in a test) cannot be told from it: suppress it with `# noqa: REF012`. A
-    function traced only ahead of time, by `jax.jit(f).trace(...)` or `.lower(...)`, is traced once on
-    purpose and never called through the wrapper: state it collects is not reported.
+    function traced only ahead of time, by `jax.jit(f).trace(...)` or `.lower(...)`, is traced
+    once on purpose and never called through the wrapper: state it collects is not reported.
     Rebinding a `global`/`nonlocal` name is not reported. A list or dict attribute of `self`
     (`self.history.append(loss)`) is reported in a traced method when the class creates it
     with a display (`self.history = []`).
