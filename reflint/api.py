@@ -911,6 +911,28 @@ INHERITED_WRAPPERS = {"pallas_call": "jax.experimental.pallas.pallas_call"}
 # Ahead-of-time methods of a jit-wrapped function: `jax.jit(f).trace(*args)` traces `f` once,
 # explicitly, at that point; `f` itself is never called through the wrapper (REF012).
 AOT_METHODS = frozenset({"trace", "lower", "eval_shape"})
+# Test parameterization decorators: each test case calls the test function with the values
+# the decorator lists, bound to its parameters (analysis/cases.py; values.CaseVal). The form
+# says how the decorator's arguments list the cases (absl.testing.parameterized, pytest):
+# "parameters": `parameters(*cases)`: a case is a tuple or list (positional arguments after
+#     `self`), a dict or `dict(...)` (keyword arguments) or one other value; a single argument
+#     that is neither a tuple nor a dict is the list of cases;
+# "named_parameters": the same, a case's first element (or its `testcase_name` key) its name;
+# "product": `product(*dict_lists, **grid)`: each keyword lists its parameter's values, each
+#     positional list holds dicts of keyword arguments;
+# "parametrize": `parametrize(argnames, argvalues, *, indirect=False, ids=None)`: names in a
+#     "a, b" string or a list; one value per case for one name, else a tuple per case;
+#     `pytest.param(*values, id=...)` is one case. Values given to fixtures (`indirect`) are
+#     not the parameters' values.
+TEST_CASE_DECORATORS = {
+    "absl.testing.parameterized.parameters": "parameters",
+    "absl.testing.parameterized.named_parameters": "named_parameters",
+    "absl.testing.parameterized.product": "product",
+    "pytest.mark.parametrize": "parametrize",
+}
+TEST_CASE_PARAM = "pytest.param"
+# The keyword naming an absl case (`dict(testcase_name="x", a=1)`).
+TEST_CASE_NAME_KEY = "testcase_name"
 # Methods that store their argument(s) into a Python container (REF012).
 STORE_METHODS = frozenset({"append", "extend", "insert", "update", "add", "appendleft",
                            "extendleft"})

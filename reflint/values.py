@@ -121,6 +121,20 @@ class Choice(Value):
 
 
 @dataclass(eq=False)
+class CaseVal(Value):
+    """A test function's parameter bound by a parameterization decorator
+    (``@parameterized.named_parameters(("array", 0), ("empty_tuple", ()))``,
+    ``@pytest.mark.parametrize("x", [1, 2])``; the forms: ``api.TEST_CASE_DECORATORS``): one
+    value per test case. ``alts`` are (label, expression) pairs: the case's name ("" when it has
+    none) and the argument expression, evaluated where the decorator stands (its value:
+    ``analysis.value_of(expr)``). Each case runs the function with its value: a finding holds
+    when it holds for one of them; anywhere else the value is unknown."""
+
+    name: str  # the parameter
+    alts: tuple
+
+
+@dataclass(eq=False)
 class RefPoolVal(Value):
     """A container built by a comprehension whose every element is a ref created by the
     comprehension: ``[jax.new_ref(x) for x in xs]``, ``{k: jax.new_ref(v) for k, v in d}``.

@@ -93,10 +93,12 @@ class TracedStateLeak(Rule):
     modules or unknown calls) are never reported, since their methods may be pure. Mutation of
     objects created inside the traced function, of parameters, and of Refs is not reported.
     A container that the function also tests with `in` or reads with `.get` is taken for a
-    trace-time memo cache and not reported. Other trace-time bookkeeping done on purpose
-    (counting traces in a test) is reported: suppress it with `# noqa: REF012`. A function
-    traced only ahead of time, by `jax.jit(f).trace(...)` or `.lower(...)`, is traced once on
-    purpose and never called through the wrapper: state it collects is not reported.
+    trace-time memo cache and not reported. A write whose value is not traced (a constant,
+    `count[0] += 1` of a Python int) is reported too: it is the once-per-trace side effect of
+    the Example, whether or not a tracer leaks. Trace-time bookkeeping done on purpose
+    (counting traces in a test) cannot be told from it: suppress it with `# noqa: REF012`. A
+    function traced only ahead of time, by `jax.jit(f).trace(...)` or `.lower(...)`, is traced
+    once on purpose and never called through the wrapper: state it collects is not reported.
     Rebinding a `global`/`nonlocal` name is not reported. A list or dict attribute of `self`
     (`self.history.append(loss)`) is reported in a traced method when the class creates it
     with a display (`self.history = []`).

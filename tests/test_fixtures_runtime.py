@@ -61,7 +61,7 @@ MISSING_IN_INSTALLED_JAX: dict[str, str] = {
 
 
 # Third-party libraries some fixtures import; without them installed the fixture is skipped.
-OPTIONAL_LIBRARIES = ("flax", "optax", "chex", "equinox")
+OPTIONAL_LIBRARIES = ("flax", "optax", "chex", "equinox", "absl")
 IMPORT_RE = re.compile(r"^\s*(?:import|from)\s+(\w+)", re.M)
 
 

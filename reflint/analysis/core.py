@@ -10,6 +10,7 @@ from .. import api
 from ..values import (
     QN,
     ArrayVal,
+    CaseVal,
     ClassVal,
     DictVal,
     InstanceVal,
@@ -273,6 +274,8 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
         seed = info.seeds.get(p.name)
         if seed is not None:
             return self._rebase(seed, info, p)
+        if p.name in info.cases:  # a test parameter: one value per test case
+            return CaseVal(p.name, info.cases[p.name])
         if p.annotation_qn in api.ARRAY_TYPES and p.kind in ("pos", "posonly", "kwonly") \
                 and "ref" not in p.name.lower():
             # `x: jax.Array` (no call passes it a ref): an Array; the parameter's node. JAX's

@@ -44,6 +44,9 @@ class FunctionInfo:
     roles: dict = field(default_factory=dict)  # (kind, id(node)) -> Role
     seeds: dict = field(default_factory=dict)  # param name -> Value (from call sites)
     defaults: dict = field(default_factory=dict)  # param name -> Value
+    # param name -> ((label, expression), ...): the values a test parameterization decorator
+    # binds to it, one per test case (cases.py); a parameter not bound by a call has them.
+    cases: dict = field(default_factory=dict)
     summary: dict = field(default_factory=dict)  # name -> joined Value of every binding
     closure_refs: dict = field(default_factory=dict)  # free name -> (RefVal, first load node)
     returns: list = field(default_factory=list)  # ReturnFact

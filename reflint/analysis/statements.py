@@ -35,6 +35,7 @@ from .alternatives import (
     _tag_via,
     _unpacked_refs,
 )
+from .cases import decorator_cases
 from .constants import (
     _BUILTIN_NAMES,
     DEPENDENCE_LOOP_RUNS,
@@ -364,6 +365,10 @@ class StatementsMixin:
                     dv.qualname in ("builtins.staticmethod", "builtins.classmethod"):
                 continue  # the builtin: still the function, called without (or with) a receiver
             value = self._apply_decorator(dv, value, d.decorator, state)
+        if node.decorators:
+            info.cases = decorator_cases(node.decorators, info.params,
+                                         cls is not None and "staticmethod" not in kinds,
+                                         self._qualname_of)
         if self.project is not None and outer.is_module and cls is None:
             self._project_roles(info, node)  # launched as a kernel (or traced) elsewhere
         self._enqueue(info)
@@ -380,6 +385,11 @@ class StatementsMixin:
             # returns (objects.py); the name itself is bound to nothing.
             cls.methods[node.name.value] = FuncVal(info)
         self._bind_name(node.name.value, value, state)
+
+    def _qualname_of(self, expr) -> Optional[str]:
+        """The qualified name an evaluated expression names (``pytest.mark.parametrize``)."""
+        value = self._values.get(id(expr))
+        return value.qualname if isinstance(value, QN) else None
 
     _current_class: Optional[ClassInfo] = None
     _class_parent: Optional[FunctionInfo] = None
