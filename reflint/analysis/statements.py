@@ -459,6 +459,8 @@ class StatementsMixin:
                 a = api.lookup(bv.qualname)
                 if a is not None and a.result is api.Result.NNX_OBJECT:
                     cls.nnx = cls.nnx or ("variable" if a.ref_keywords else "module")
+                elif a is None:  # a class of another module (analysis/project.py)
+                    cls.nnx = cls.nnx or self._project_nnx_class(bv.qualname)
             elif isinstance(bv, ClassVal):
                 cls.nnx = cls.nnx or bv.cls.nnx
         cls.bases = [b.cls for b in bases if isinstance(b, ClassVal) and b.cls is not cls]
