@@ -328,12 +328,27 @@ def tree_attribute(base: RefVal, attr: str, attrs: Optional[dict] = None) -> Opt
         ident, tree, cls = ("nnx", id(value.node)) if value.node is not None else \
             ("attr", attr), value.cls.nnx, \
             value.cls if value.cls.nnx == "module" else None
+    elif _nnx_items(value):
+        # A list of NNX objects (`nnx.data([nnx.Linear(...) for _ in range(3)])`): pytree
+        # data of the module, like an nnx.List.
+        ident, tree = ("attr", attr), "module"
     else:
         return None
     name = f"{base.name}.{attr}" if base.name else ""
     return RefVal(key=("attr", base.key, ident), origin=base.origin, node=base.node,
                   scope=base.scope, name=name, unique=base.unique, tree=tree, cls=cls,
                   root=base)
+
+
+def _nnx_items(value: Optional[Value]) -> bool:
+    """A list or tuple of NNX objects (Variables or modules, each holding refs when the
+    module does), or a comprehension of them."""
+    if isinstance(value, RefPoolVal):
+        return bool(value.base.tree)
+    if isinstance(value, SeqVal) and value.items:
+        return all(isinstance(v, RefVal) and v.tree or isinstance(v, NnxVal) and
+                   not v.arrays for v in value.items)
+    return False
 
 
 def contains_ref(value: Optional[Value]) -> bool:

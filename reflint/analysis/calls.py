@@ -338,6 +338,8 @@ class CallsMixin:
             cls = first.cls if isinstance(first, (RefVal, InstanceVal)) else None
             return tree("module" if cls is not None else "state", cls)
 
+        if a.result is R.PASS_THROUGH:  # nnx.data(x)
+            return first if len(pos) == 1 and not kw else None
         if a.result is R.REF_SWITCH:
             # use_refs(True) / var_defaults(ref=True) (off unless a literal True); nothing
             # without a ref argument (`var_defaults(hijax=True)`, `var_defaults()`).
