@@ -317,10 +317,14 @@ def tree_attribute(base: RefVal, attr: str, attrs: Optional[dict] = None) -> Opt
         attrs = base.cls.attrs if base.cls is not None else {}
     value = attrs.get(attr)
     cls = None
+    kwargs: dict = {}
     if isinstance(value, RefVal):
         ident, tree, cls = value.key, value.tree or "variable", value.cls
         if value.origin == "created" and value.node is not None:
             ident = ("nnx", id(value.node))
+        if "api" in value.kwargs:
+            # A Flax layer that writes when called (a BatchNorm's mode): what it was built with.
+            kwargs = value.kwargs
     elif isinstance(value, NnxVal) and not value.arrays:
         ident = ("nnx", id(value.node)) if value.node is not None else ("attr", attr)
         tree, cls = value.kind, value.cls
@@ -336,8 +340,8 @@ def tree_attribute(base: RefVal, attr: str, attrs: Optional[dict] = None) -> Opt
         return None
     name = f"{base.name}.{attr}" if base.name else ""
     return RefVal(key=("attr", base.key, ident), origin=base.origin, node=base.node,
-                  scope=base.scope, name=name, unique=base.unique, tree=tree, cls=cls,
-                  root=base)
+                  scope=base.scope, name=name, kwargs=kwargs, unique=base.unique, tree=tree,
+                  cls=cls, root=base)
 
 
 def _nnx_items(value: Optional[Value]) -> bool:

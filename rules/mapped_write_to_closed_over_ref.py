@@ -143,7 +143,8 @@ class MappedWriteToClosedOverRef(Rule):
         elif root.tree and root.origin == "created" and root.node is not None:
             line = analysis.line_of(root.node)
             if acc.ref.root is not None:
-                src = (f"a Variable of `{root.name or nnx_root_name(acc.ref)}`, an NNX module "
+                part = "a layer" if acc.ref.tree == "module" else "a Variable"
+                src = (f"{part} of `{root.name or nnx_root_name(acc.ref)}`, an NNX module "
                        f"holding refs created outside it, on line {line}")
             elif root.tree == "module":
                 src = f"an NNX module holding refs, created outside it, on line {line}"

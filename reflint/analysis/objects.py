@@ -559,6 +559,10 @@ class ObjectsMixin:
             expr = given.get(k, layer.kwargs.get(k))
             if expr is None or not (type(expr) is cst.Name and expr.value == "False"):
                 return  # the default (or an unknown value) may not write
+            if k not in given and _MODE_SWITCH.search(self.source):
+                # Built in training mode, but the file may switch it (`model.eval()`,
+                # `nnx.view(m, use_running_average=True)`, `set_attributes(...)`) before.
+                return
         pos = [arg for arg, _ in args if not arg.keyword and not arg.star]
         if not pos:
             return
@@ -580,6 +584,9 @@ class ObjectsMixin:
             return SeqVal(tuple(SeqVal((None, v)) for v in base.items.values()), "list")
         return None
 
+
+# Calls that switch a Flax layer's mode after construction (BatchNorm's use_running_average).
+_MODE_SWITCH = re.compile(r"\.(?:eval|train|set_attributes|set_mode)\(|\bview\(")
 
 _LITERAL_TYPES = (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)
 
