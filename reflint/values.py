@@ -318,6 +318,17 @@ def tree_attribute(base: RefVal, attr: str, attrs: Optional[dict] = None) -> Opt
     value = attrs.get(attr)
     cls = None
     kwargs: dict = {}
+    shared = base.kwargs.get("shared")
+    if shared and isinstance(value, RefVal) and isinstance(value.key, tuple) and \
+            len(value.key) in (3, 4) and value.key[:2] == ("param", shared[0]) and \
+            value.key[2] in shared[1] and value.key[3:] in ((), ("",)):
+        # `self.w = w` with `w` an NNX object given to this module's `__init__`: that object
+        # (one Variable held by two modules is one ref).
+        got = shared[1][value.key[2]]
+        return RefVal(key=got.key, origin=got.origin, node=got.node, scope=got.scope,
+                      name=f"{base.name}.{attr}" if base.name else got.name, kwargs=got.kwargs,
+                      unique=got.unique and base.unique, tree=got.tree, cls=got.cls,
+                      root=got.root)
     if isinstance(value, RefVal):
         ident, tree, cls = value.key, value.tree or "variable", value.cls
         if value.origin == "created" and value.node is not None:
