@@ -716,6 +716,13 @@ APIS: tuple = (
     Api("nnx_optimizer", ("flax.nnx.Optimizer", "flax.nnx.ModelAndOptimizer",
                           "flax.nnx.training.optimizer.Optimizer"),
         Family.NNX, Result.NNX_OBJECT, word="a Module", call_writes="update"),
+    # nnx.data(x): marks an attribute's value as pytree data (`self.layers = nnx.data([...])`):
+    # the value itself. (nnx.static(x) makes it static, no leaves: not an entry, so unknown.)
+    Api("nnx_data", ("flax.nnx.data", "flax.nnx.pytreelib.data"), Family.NNX,
+        Result.PASS_THROUGH),
+    # nnx.split_rngs(splits=n) as a decorator: the function, run the same way (its Rngs split).
+    Api("nnx_split_rngs", ("flax.nnx.split_rngs", "flax.nnx.rnglib.split_rngs"),
+        Family.WRAPPER, Result.FUNCTION, factory="kwargs"),
     # nnx.state(obj, *filters): the object's state; it holds refs when the object does.
     Api("nnx_state", ("flax.nnx.state", "flax.nnx.graphlib.state", "flax.nnx.variables",
                       "flax.nnx.graphlib.variables"),

@@ -34,6 +34,8 @@ MAX_ALIAS_DEPTH = 16
 # Library modules of the running environment read for their wrappers (a library's own
 # `pallas_call` drop-in), at most this many per run; never the registry's own packages.
 MAX_LIBRARY_MODULES = 64
+# Installed modules read for the base classes of the project's classes (NNX modules).
+MAX_CLASS_LIBRARY_MODULES = 32
 REGISTRY_PACKAGES = ("jax", "jaxlib", "flax", "numpy", "functools", "builtins")
 
 
@@ -232,6 +234,111 @@ class Project:
     def is_module(self, qualname: str) -> bool:
         return qualname in self.modules
 
+    # -- classes: Flax NNX Modules and Variables of other modules ------------------------------
+
+    def resolve_class(self, qualname: str, _depth: int = 0):
+        """(module summary, class name) that ``qualname`` names, following re-exports, in
+        the checked tree or an installed library module read for classes; None otherwise."""
+        if _depth > MAX_ALIAS_DEPTH or not qualname:
+            return None
+        parts = qualname.split(".")
+        libs = self.__dict__.setdefault("_class_libs", {})
+        for i in range(len(parts) - 1, 0, -1):
+            name = ".".join(parts[:i])
+            mod = self.modules.get(name) or libs.get(name)
+            if mod is None:
+                continue
+            rest = parts[i:]
+            head = rest[0]
+            if len(rest) == 1 and head in mod.classes:
+                return (mod, head) if mod.classes[head] is not None else None
+            if head in mod.aliases:
+                return self.resolve_class(".".join([mod.aliases[head]] + rest[1:]),
+                                          _depth + 1)
+            if ".".join(parts[:i + 1]) in self.modules or ".".join(parts[:i + 1]) in libs:
+                continue
+            return None
+        return None
+
+    def _expand_class(self, qualname: str) -> str:
+        """``qualname`` through the re-exports of the modules known so far (libraries read
+        for classes included): the name of the module still to read."""
+        libs = self.__dict__.setdefault("_class_libs", {})
+        for _ in range(MAX_ALIAS_DEPTH):
+            parts = qualname.split(".")
+            for i in range(len(parts) - 1, 0, -1):
+                name = ".".join(parts[:i])
+                mod = self.modules.get(name) or libs.get(name)
+                if mod is not None and parts[i] in mod.aliases:
+                    qualname = ".".join([mod.aliases[parts[i]]] + parts[i + 1:])
+                    break
+            else:
+                return qualname
+        return qualname
+
+    def nnx_class(self, qualname: str) -> str:
+        """"module" when ``qualname`` names a class whose bases (through the project's
+        modules and installed libraries, transitively) reach a Flax NNX Module or Pytree
+        (``api.Result.NNX_OBJECT``), "variable" for a Variable, "" when not known to."""
+        memo = self.__dict__.setdefault("_nnx_kinds", {})
+        if qualname not in memo:
+            memo[qualname] = ""  # a cycle of bases ends here
+            memo[qualname] = self._nnx_kind(qualname, 0)
+        return memo[qualname]
+
+    def _nnx_kind(self, qualname: str, depth: int) -> str:
+        if depth > MAX_ALIAS_DEPTH:
+            return ""
+        a = api.lookup(qualname) or api.lookup(self._expand(qualname))
+        if a is not None:
+            if a.result is api.Result.NNX_OBJECT:
+                return "variable" if a.ref_keywords else "module"
+            return ""
+        found = self.resolve_class(qualname)
+        for _ in range(4):  # a re-export of a re-export in modules not read yet
+            if found is not None or not self._read_class_library(self._expand_class(qualname)):
+                break
+            found = self.resolve_class(qualname)
+        if found is None:
+            return ""
+        mod, name = found
+        for base in mod.classes[name]:
+            if base is None:
+                continue
+            kind = self.nnx_class(base)
+            if kind:
+                return kind
+        return ""
+
+    def _read_class_library(self, qualname: str) -> bool:
+        """Summarize the installed module that may define the class ``qualname`` (flax's own
+        layers under their module names, a library's base classes); bounded per run."""
+        parts = qualname.split(".")
+        if parts[0] in ("jax", "jaxlib", "numpy", "builtins") or parts[0] in _stdlib():
+            return False
+        libs = self.__dict__.setdefault("_class_libs", {})
+        tried = self.__dict__.setdefault("_class_libs_tried", set())
+        for i in range(len(parts) - 1, 0, -1):
+            mod = ".".join(parts[:i])
+            if mod in self.modules or mod in libs:
+                return False
+            if mod in tried:
+                continue
+            tried.add(mod)
+            if len(libs) >= MAX_CLASS_LIBRARY_MODULES:
+                return False
+            path = find_library_source(mod)
+            if path is None:
+                continue
+            text = _read(path)
+            s = summarize(text, path, mod) if text is not None else None
+            if s is None:
+                return False
+            s.library = True
+            libs[mod] = s
+            return True
+        return False
+
     # -- the fixpoint ------------------------------------------------------------------------
 
     def _solve(self) -> None:
@@ -343,6 +450,12 @@ class ProjectView:
             return f
         return None
 
+    def nnx_class(self, qualname: str) -> str:
+        """"module" / "variable" when ``qualname`` (from this module's imports) names a class
+        of another module (or of an installed library) that is a Flax NNX Module / Variable
+        through its bases; "" otherwise."""
+        return self.project.nnx_class(qualname)
+
     def describe(self, name: str) -> str:
         """Where the fact that makes this module's ``name`` a kernel (or traced) comes from."""
         launches = self.launches_of(name)
@@ -402,7 +515,30 @@ class ProjectView:
                 got = self.function(qn)
                 if got is not None:
                     out.append(("import", qn, got))
+        out.extend(self._class_reads())
         self._reads_cache = out
+        return out
+
+    def _class_reads(self) -> list:
+        """The NNX kinds of the classes this module imports (or reaches through an imported
+        module), and of the bases of its own classes: what the analysis asks ``nnx_class``."""
+        out = []
+        names = set()
+        for local, qn in self.summary.aliases.items():
+            if self.project.is_module(qn):
+                mod = self.project.modules[qn]
+                names.update(f"{qn}.{c}" for c in mod.classes)
+                names.update(f"{qn}.{a}" for a in mod.aliases)
+            else:
+                names.add(qn)
+        for bases in self.summary.classes.values():
+            names.update(b for b in bases or () if b)
+        for qn in sorted(names):
+            if api.lookup(qn) is not None:
+                continue
+            kind = self.project.nnx_class(qn)
+            if kind:
+                out.append(("nnx_class", qn, kind))
         return out
 
     def _defined_names(self) -> set:

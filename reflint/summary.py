@@ -17,7 +17,10 @@ A summary holds:
   also through ``functools.partial(kernel, ...)``), or to another function that may do so
   (solved by the project: a wrapper of a wrapper);
 - ``uses``: the functions of other modules (imported names) it gives to a Pallas entry point, a
-  transform or a function that may be a wrapper (``pl.pallas_call(kernels.scale, ...)``).
+  transform or a function that may be a wrapper (``pl.pallas_call(kernels.scale, ...)``);
+- ``classes``: its top-level classes and the qualified names of their bases (``class_bases``),
+  so the project knows which classes of other modules are Flax NNX Modules or Variables
+  (``class Block(layers.Base)`` where ``Base(nnx.Module)`` is in ``layers.py``).
 
 Everything the extraction cannot resolve is left out: a name it does not know is never a fact.
 """
@@ -92,6 +95,9 @@ class ModuleSummary:
     # Functions of other modules called with a function argument (may be wrappers: the
     # project reads an installed library's module for them).
     calls: set = field(default_factory=set)
+    # Top-level classes: name -> (qualified name of each base, None where it is not known);
+    # a name defined twice maps to None (``class_bases``).
+    classes: dict = field(default_factory=dict)
 
 
 def module_name(path: str) -> tuple:
@@ -622,6 +628,7 @@ def summarize(source: str, path: str, module: Optional[str] = None,
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     _imports(tree, s)
+    class_bases(source, s)
     defined = {st.name for st in tree.body
                if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
     ex = _Extractor(s, defined)
@@ -671,6 +678,7 @@ def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
         return s
     full = ModuleSummary(s.module, s.path, s.is_package)
     _imports(tree, full)
+    full.classes = s.classes
     defined = {st.name for st in tree.body
                if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
     try:
@@ -678,3 +686,75 @@ def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
     except RecursionError:
         return s
     return full
+
+
+# -- classes: which are Flax NNX Modules or Variables (read by reflint.project) ---------------
+
+_CLASS_HEADER = re.compile(r"^class[ \t]+([A-Za-z_]\w*)[ \t]*[(:]", re.M)
+
+
+def class_bases(source: str, s: ModuleSummary) -> None:
+    """Fill ``s.classes`` from the module's top-level ``class`` statements (column 0): each
+    base as a qualified name through the module's imports (``nnx.Module`` ->
+    ``flax.nnx.Module``, ``Base`` of this module -> ``pkg.mod.Base``, a generic
+    ``Base[T]`` -> its ``Base``), None for one it cannot name. Only the headers are parsed
+    (the bodies are not read); a class whose header does not parse is left out, a name
+    defined twice is None (which one a reader gets is not known)."""
+    if "class" not in source:
+        return
+    lines = None
+    headers = []
+    for m in _CLASS_HEADER.finditer(source):
+        if lines is None:
+            lines = source.splitlines()
+        first = source.count("\n", 0, m.start())
+        text = _class_header(lines, first)
+        if text is None:
+            continue
+        headers.append((m.group(1), text))
+    names = [n for n, _ in headers]
+    for name, text in headers:
+        if names.count(name) > 1:
+            s.classes[name] = None
+            continue
+        node = None
+        for cand in (text + "\n    pass\n", text + "\n"):
+            try:
+                tree = ast.parse(cand)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            if tree.body and isinstance(tree.body[0], ast.ClassDef):
+                node = tree.body[0]
+                break
+        if node is None:
+            continue
+        s.classes[name] = tuple(_base_name(b, s, names) for b in node.bases)
+
+
+def _class_header(lines: list, first: int) -> Optional[str]:
+    """The text of the class header starting on line ``first``: up to the line where the
+    brackets close (None past 40 lines, or when they do not)."""
+    depth = 0
+    for j in range(first, min(first + 40, len(lines))):
+        text = lines[j].split("#", 1)[0] if "#" in lines[j] else lines[j]
+        depth += len(text) - len(text.translate(_OPEN))
+        depth -= len(text) - len(text.translate(_CLOSE))
+        if depth < 0:
+            return None
+        if depth == 0 and not text.rstrip().endswith("\\"):
+            return "\n".join(lines[first:j + 1])
+    return None
+
+
+def _base_name(node, s: ModuleSummary, classes: list) -> Optional[str]:
+    if isinstance(node, ast.Subscript):  # `nnx.Variable[A]`, `Generic[T]`
+        node = node.value
+    parts = _dotted(node)
+    if not parts:
+        return None
+    head = parts[0]
+    if head in s.aliases:
+        return ".".join([s.aliases[head]] + parts[1:])
+    if head in classes and len(parts) == 1 and s.module:
+        return f"{s.module}.{head}"
+    return None

@@ -331,10 +331,25 @@ def tree_attribute(base: RefVal, attr: str, attrs: Optional[dict] = None) -> Opt
         attrs = base.cls.attrs if base.cls is not None else {}
     value = attrs.get(attr)
     cls = None
+    kwargs: dict = {}
+    shared = base.kwargs.get("shared")
+    if shared and isinstance(value, RefVal) and isinstance(value.key, tuple) and \
+            len(value.key) in (3, 4) and value.key[:2] == ("param", shared[0]) and \
+            value.key[2] in shared[1] and value.key[3:] in ((), ("",)):
+        # `self.w = w` with `w` an NNX object given to this module's `__init__`: that object
+        # (one Variable held by two modules is one ref).
+        got = shared[1][value.key[2]]
+        return RefVal(key=got.key, origin=got.origin, node=got.node, scope=got.scope,
+                      name=f"{base.name}.{attr}" if base.name else got.name, kwargs=got.kwargs,
+                      unique=got.unique and base.unique, tree=got.tree, cls=got.cls,
+                      root=got.root)
     if isinstance(value, RefVal):
         ident, tree, cls = value.key, value.tree or "variable", value.cls
         if value.origin == "created" and value.node is not None:
             ident = ("nnx", id(value.node))
+        if "api" in value.kwargs:
+            # A Flax layer that writes when called (a BatchNorm's mode): what it was built with.
+            kwargs = value.kwargs
     elif isinstance(value, NnxVal) and not value.arrays:
         ident = ("nnx", id(value.node)) if value.node is not None else ("attr", attr)
         tree, cls = value.kind, value.cls
@@ -342,12 +357,27 @@ def tree_attribute(base: RefVal, attr: str, attrs: Optional[dict] = None) -> Opt
         ident, tree, cls = ("nnx", id(value.node)) if value.node is not None else \
             ("attr", attr), value.cls.nnx, \
             value.cls if value.cls.nnx == "module" else None
+    elif _nnx_items(value):
+        # A list of NNX objects (`nnx.data([nnx.Linear(...) for _ in range(3)])`): pytree
+        # data of the module, like an nnx.List.
+        ident, tree = ("attr", attr), "module"
     else:
         return None
     name = f"{base.name}.{attr}" if base.name else ""
     return RefVal(key=("attr", base.key, ident), origin=base.origin, node=base.node,
-                  scope=base.scope, name=name, unique=base.unique, tree=tree, cls=cls,
-                  root=base)
+                  scope=base.scope, name=name, kwargs=kwargs, unique=base.unique, tree=tree,
+                  cls=cls, root=base)
+
+
+def _nnx_items(value: Optional[Value]) -> bool:
+    """A list or tuple of NNX objects (Variables or modules, each holding refs when the
+    module does), or a comprehension of them."""
+    if isinstance(value, RefPoolVal):
+        return bool(value.base.tree)
+    if isinstance(value, SeqVal) and value.items:
+        return all(isinstance(v, RefVal) and v.tree or isinstance(v, NnxVal) and
+                   not v.arrays for v in value.items)
+    return False
 
 
 def contains_ref(value: Optional[Value]) -> bool:

@@ -70,8 +70,10 @@ class MappedWriteToClosedOverRef(Rule):
     Whether the written value depends on the mapped element is not analysed, so the message
     gives the behaviour of both cases. Writes made by a method of a closed-over object
     (`jax.vmap(lambda x: layer(x))` with `__call__` writing `self.num_calls[...]`), by a Flax
-    BatchNorm in training (`use_running_average=False` given literally) and by
-    `Optimizer.update` are followed; Dropout's and Rngs' counters (Flax's
+    BatchNorm in training (`use_running_average=False` given literally, also as an attribute
+    of a module: `self.norm(x)`; not when the file may switch modes after construction:
+    `.eval()`, `.train()`, `set_attributes`, `nnx.view`; not the default nor a non-literal
+    mode) and by `Optimizer.update` are followed; Dropout's and Rngs' counters (Flax's
     `TraceContextError`) are not. Reads of closed-over refs are not reported,
     although `jit(shard_map)` / `pmap` fail on them too on 0.10.2. Refs whose origin the
     analysis cannot follow are not reported.
@@ -143,7 +145,8 @@ class MappedWriteToClosedOverRef(Rule):
         elif root.tree and root.origin == "created" and root.node is not None:
             line = analysis.line_of(root.node)
             if acc.ref.root is not None:
-                src = (f"a Variable of `{root.name or nnx_root_name(acc.ref)}`, an NNX module "
+                part = "a layer" if acc.ref.tree == "module" else "a Variable"
+                src = (f"{part} of `{root.name or nnx_root_name(acc.ref)}`, an NNX module "
                        f"holding refs created outside it, on line {line}")
             elif root.tree == "module":
                 src = f"an NNX module holding refs, created outside it, on line {line}"

@@ -61,7 +61,10 @@ class RefClosedOverAndPassed(Rule):
     function). An object holding refs (an instance of a class of the module, a dataclass, a
     `NamedTuple`) closed over counts with its fields. A Flax NNX object
     holding refs counts as closed over when the function reads it (or one of its Variables)
-    from an enclosing scope; `nnx.jit` rejects this too.
+    from an enclosing scope; `nnx.jit` rejects this too. A name the enclosing function binds
+    several times is read at the calls of the function when it runs only there (a local def,
+    or a lambda called where it is written: `jax.jit(lambda a: f(a, m))(m)`); otherwise
+    every value it may hold.
 
     ## JAX versions
     0.7.2+: a targeted error for jit and cond; for scan/fori carries the error talks about a

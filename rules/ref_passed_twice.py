@@ -68,8 +68,11 @@ class RefPassedTwice(Rule):
     object passed twice, or holding one Variable at two attributes (`self.c = self.a`), is
     reported for `jax.jit`, not for `nnx.jit` (which accepts both); see docs/flax-nnx.md.
     Objects of the module's classes are made per site: two fields of one object bound to one
-    ref are compared, the fields of two instances are not the same ref. One Variable held by
-    two different modules (passed in to both) is not compared.
+    ref are compared, the fields of two instances are not the same ref. A list of NNX objects
+    held by a module (`nnx.data([nnx.Linear(...) for _ in range(n)])`) counts like an
+    `nnx.List`. One Variable (or layer) given to the `__init__` of two modules built with refs
+    on and held by both (`self.w = w`) is one ref in both; one held through anything else
+    (set after construction, through a helper) is not compared.
 
     ## JAX versions
     0.7.2+ raise at trace time for jit, vmap, custom_vjp, scan and cond. 0.7.1 (checks off):

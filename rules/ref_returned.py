@@ -59,7 +59,9 @@ class RefReturned(Rule):
 
     ## Known limits
     Only refs the analysis can see are reported: a ref returned through a helper defined in
-    another module, or held by an object of a class defined in another module, is missed.
+    another module, or held by an object of a class defined in another module, is missed
+    (but for Flax NNX: a class of another module whose bases reach `nnx.Module` or
+    `nnx.Variable` is one when the whole tree is checked, docs/project.md).
     Objects of the module's classes (dataclasses, `NamedTuple`s, registered pytrees, plain
     classes) holding refs are reported with the path (`at .total of the result`).
     Flax NNX objects holding refs (a Module created with refs on, a Variable with `ref=True`,

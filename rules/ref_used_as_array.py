@@ -63,9 +63,11 @@ class RefUsedAsArray(Rule):
     `x_ref[0]` of a parameter may be a row of a ref or a ref of a pytree of refs: its uses are
     not reported. Refs passed to functions of other libraries are not reported. Refs reached
     through objects (`weights.conv.weight`, a property returning `self._flags_ref`), tuples,
-    dicts and `dict.values()` are followed; the function given to `jax.tree.map` receives the
-    leaves of its trees when every leaf is known to be a ref (an NNX module of this file: when
-    its other attributes are literal constants). A tuple of refs is a container: `(buf,) +
+    dicts and `dict.values()` are followed; the function given to `jax.tree.map` over one
+    tree is called with each leaf known to be a ref (an NNX module's Variables, whatever its
+    other attributes), over several trees when every leaf is known to be a ref, and with
+    `is_leaf=` with none (it may stop at `nnx.Variable`s, whose arithmetic reads the ref).
+    A tuple of refs is a container: `(buf,) +
     scratches` is concatenation, not math on a ref.
 
     ## JAX versions

@@ -232,3 +232,44 @@ def test_library_wrapper_of_the_environment(tmp_path, monkeypatch):
         "def run(x):\n"
         "    return quantlib.pallas_call(k, out_shape=x)(x)\n")
     assert check(str(proj), "--no-cache") == {("model.py", 5, "REF007")}
+
+
+def test_nnx_classes_through_bases(tmp_path, monkeypatch):
+    """Which classes of other modules are Flax NNX Modules / Variables: through bases across
+    modules, re-exports, generic bases, installed libraries (read, never imported); a cycle
+    of bases, a name defined twice, a class whose bases are not NNX: not known."""
+    site = tmp_path / "site" / "nnxlib"
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text("from .core import LibBase\n")
+    (site / "core.py").write_text("raise SystemExit('imported!')\nfrom flax import nnx\n\n\n"
+                                  "class LibBase(nnx.Module):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .a import A as Exported\n")
+    (pkg / "a.py").write_text(
+        "from flax import nnx\nimport nnxlib\n\n\n"
+        "class A(nnx.Module):\n    pass\n\n\n"
+        "class V(nnx.Variable[int]):\n    pass\n\n\n"
+        "class FromLib(\n    nnxlib.LibBase,  # a comment\n):\n    pass\n\n\n"
+        "class Cyc1(Cyc2):\n    pass\n\n\n"
+        "class Dup(nnx.Module):\n    pass\n\n\n"
+        "class Dup:\n    pass\n")
+    (pkg / "b.py").write_text(
+        "from . import Exported\nfrom .a import Cyc1, V\nimport flax.linen as nn\n\n\n"
+        "class B(Exported): pass\n\n\n"
+        "class W(V):\n    pass\n\n\n"
+        "class Cyc2(Cyc1):\n    pass\n\n\n"
+        "class Linen(nn.Module):\n    pass\n")
+    files = [str(p) for p in tmp_path.rglob("*.py") if "site" not in str(p)]
+    p = rproject.Project.build(files)
+    assert p.by_path[str(pkg / "a.py")].classes["Dup"] is None
+    got = {q: p.nnx_class(q) for q in (
+        "pkg.a.A", "pkg.Exported", "pkg.b.B", "pkg.a.V", "pkg.b.W", "pkg.a.FromLib",
+        "pkg.a.Cyc1", "pkg.b.Cyc2", "pkg.a.Dup", "pkg.b.Linen", "pkg.nope", "flax.nnx.Module",
+        "flax.nnx.nn.linear.Linear")}
+    assert got == {"pkg.a.A": "module", "pkg.Exported": "module", "pkg.b.B": "module",
+                   "pkg.a.V": "variable", "pkg.b.W": "variable", "pkg.a.FromLib": "module",
+                   "pkg.a.Cyc1": "", "pkg.b.Cyc2": "", "pkg.a.Dup": "", "pkg.b.Linen": "",
+                   "pkg.nope": "", "flax.nnx.Module": "module",
+                   "flax.nnx.nn.linear.Linear": "module"}

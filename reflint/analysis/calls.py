@@ -128,14 +128,27 @@ class CallsMixin:
                 return self._construct(node, fv.cls, args, state)
             init = fv.cls.methods.get("__init__")
             inst = InstanceVal(fv.cls, node)
+            shared: dict = {}
             if init is not None:
-                self._call_func(node, FuncVal(init.info, init.transforms, (), (), inst), args,
-                                state)
+                ifv = FuncVal(init.info, init.transforms, (), (), inst)
+                if any(a.star for a, _ in args):
+                    self._call_func(node, ifv, args, state)
+                else:
+                    got = self._bind_call(
+                        node, ifv, [(a, v, a.value) for a, v in args if not a.keyword],
+                        {a.keyword.value: (a, v, a.value) for a, v in args if a.keyword},
+                        "traced" if ifv.transforms else "plain")
+                    # NNX objects given to `__init__` (a Variable or layer another module
+                    # may hold too): the attributes bound to them are those objects.
+                    shared = {k: b.value for k, b in got.items() if b.param is not None and
+                              isinstance(b.value, RefVal) and b.value.unique and
+                              b.value.tree in ("variable", "module")}
             if fv.cls.nnx and self._refs_mode:
                 # An NNX Module/Pytree created with refs on: its Variables hold refs.
                 return RefVal(key=("new", id(node)), origin="created", node=node,
                               scope=self._func, tree=fv.cls.nnx,
-                              cls=fv.cls if fv.cls.nnx == "module" else None)
+                              cls=fv.cls if fv.cls.nnx == "module" else None,
+                              kwargs={"shared": (id(init.info.node), shared)} if shared else {})
             return inst
         if isinstance(fv, SpecialVal):
             return self._call_special(node, fv, args, state)
@@ -338,6 +351,8 @@ class CallsMixin:
             cls = first.cls if isinstance(first, (RefVal, InstanceVal)) else None
             return tree("module" if cls is not None else "state", cls)
 
+        if a.result is R.PASS_THROUGH:  # nnx.data(x)
+            return first if len(pos) == 1 and not kw else None
         if a.result is R.REF_SWITCH:
             # use_refs(True) / var_defaults(ref=True) (off unless a literal True); nothing
             # without a ref argument (`var_defaults(hijax=True)`, `var_defaults()`).

@@ -285,9 +285,10 @@ class ExpressionsMixin:
     def _eval_comp(self, node, state: _State) -> Optional[Value]:
         t = type(node)
         elt = self._eval_comprehension(node, state)
-        if isinstance(elt, RefVal) and elt.origin == "created" and not elt.tree and \
+        if isinstance(elt, RefVal) and elt.origin == "created" and \
                 elt.node is (node.value if t is cst.DictComp else node.elt):
-            # A fresh ref per element: `[jax.new_ref(x) for x in xs]`.
+            # A fresh ref per element: `[jax.new_ref(x) for x in xs]`; a fresh NNX object
+            # holding refs: `[nnx.Linear(...) for _ in range(n)]` built with refs on.
             return RefPoolVal(elt, _COMPREHENSION_KINDS[t])
         if isinstance(elt, (FuncVal, OneOf)):
             # Functions: `[jax.jit(k) for k in (k1, k2)]`; each item is one of them.

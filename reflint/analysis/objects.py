@@ -427,15 +427,17 @@ class ObjectsMixin:
 
     # -- pytrees -----------------------------------------------------------------------------
 
-    def _leaves(self, value: Optional[Value], depth: int = 0) -> Optional[list]:
+    def _leaves(self, value: Optional[Value], depth: int = 0, some: bool = False
+                ) -> Optional[list]:
         """The leaves of a pytree, when every one is known to be a ref ([] for an empty one);
         None otherwise. An NNX object holding refs gives its refs (one leaf standing for
-        them all)."""
+        them all). ``some``: the leaves known to be refs, the others left out (a function
+        mapped over the tree is called with each of them: ``jax.tree.map``)."""
         if depth > _MAX_DEPTH or value is None:
-            return None
+            return [] if some else None
         if isinstance(value, RefVal):
             if value.tree and value.tree != "variable" and value.cls is not None:
-                return self._module_leaves(value, depth)
+                return self._module_leaves(value, depth, some)
             if value.tree:
                 # A Variable holding a ref, or a Flax layer (or its state): every leaf is a
                 # Variable's ref.
@@ -452,29 +454,31 @@ class ObjectsMixin:
         elif isinstance(value, ObjVal) and value.cls.record in _PYTREE_RECORDS:
             items = list(value.fields.values())
         if items is None:
-            return None
+            return [] if some else None
         out = []
         for v in items:
-            sub = self._leaves(v, depth + 1)
+            sub = self._leaves(v, depth + 1, some)
             if sub is None:
                 return None
             out.extend(sub)
         return out
 
-    def _module_leaves(self, module: RefVal, depth: int) -> Optional[list]:
+    def _module_leaves(self, module: RefVal, depth: int, some: bool = False
+                       ) -> Optional[list]:
         """The leaves of an NNX module of a class of this file holding refs: its Variables'
         refs, when every other attribute is known not to be a leaf (a literal constant is
-        static; an array, or anything unknown, may be one: then None)."""
+        static; an array, or anything unknown, may be one: then None; with ``some``, left
+        out)."""
         attrs = self._summary_attrs(module.cls)
         out: list = []
         for attr, v in attrs.items():
             sub = tree_attribute(module, attr, attrs)
             if sub is not None:
-                got = self._leaves(sub, depth + 1)
+                got = self._leaves(sub, depth + 1, some)
                 if got is None:
                     return None
                 out.extend(got)
-            elif isinstance(v, (FuncVal, OneOf, QN, ClassVal, SpecialVal)) or \
+            elif some or isinstance(v, (FuncVal, OneOf, QN, ClassVal, SpecialVal)) or \
                     isinstance(v, RefVal) and not v.tree:
                 continue  # a function, a class, a module: static (a plain ref: not followed)
             elif not self._literal_attribute(module.cls, attr):
@@ -502,12 +506,14 @@ class ObjectsMixin:
         pos = [(arg, v) for arg, v in args if not arg.keyword and not arg.star]
         op = a.tree_op
         if op == "map":
-            if len(pos) < 2 or any(arg.star for arg, _ in args):
-                return None
+            if len(pos) < 2 or any(arg.star or arg.keyword and arg.keyword.value == "is_leaf"
+                                   for arg, _ in args):
+                return None  # `is_leaf=` may stop above the refs (at an nnx.Variable)
             fn = pos[0][1]
             leaves = []
             for _, tree in pos[1:]:
-                got = self._leaves(tree)
+                # The function is called with every leaf: those known to be refs are enough.
+                got = self._leaves(tree, some=len(pos) == 2)
                 if not got:
                     leaves.append(None)
                     continue
@@ -553,6 +559,10 @@ class ObjectsMixin:
             expr = given.get(k, layer.kwargs.get(k))
             if expr is None or not (type(expr) is cst.Name and expr.value == "False"):
                 return  # the default (or an unknown value) may not write
+            if k not in given and _MODE_SWITCH.search(self.source):
+                # Built in training mode, but the file may switch it (`model.eval()`,
+                # `nnx.view(m, use_running_average=True)`, `set_attributes(...)`) before.
+                return
         pos = [arg for arg, _ in args if not arg.keyword and not arg.star]
         if not pos:
             return
@@ -574,6 +584,9 @@ class ObjectsMixin:
             return SeqVal(tuple(SeqVal((None, v)) for v in base.items.values()), "list")
         return None
 
+
+# Calls that switch a Flax layer's mode after construction (BatchNorm's use_running_average).
+_MODE_SWITCH = re.compile(r"\.(?:eval|train|set_attributes|set_mode)\(|\bview\(")
 
 _LITERAL_TYPES = (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)
 

@@ -12,7 +12,10 @@ module is analysed on its own. With one:
   transform (a project's own ``pallas_call`` wrapper) makes the argument a kernel (or traced)
   here;
 - a call of a project function defined under a transform (``@jax.jit``) is a traced call here
-  (REF002 and the rules that read ``TracedCall`` operands).
+  (REF002 and the rules that read ``TracedCall`` operands);
+- a class of another module (or of an installed library) whose bases reach a Flax NNX Module
+  or Variable is one here: a base of this module's classes, or built by a call
+  (``_project_nnx_class``).
 
 Anything the project does not resolve stays unknown.
 """
@@ -70,10 +73,25 @@ class ProjectMixin:
         """A call of a qualified name: a project function the registry does not know is
         another module's (a wrapper, a jitted function); anything else, CallsMixin's."""
         if self.project is not None and api.lookup(qn) is None:
+            kind = self._project_nnx_class(qn)
+            if kind:
+                # A Flax NNX Module / Variable class of another module: built like flax's.
+                return self._call_nnx(node, api.API["nnx_variable" if kind == "variable"
+                                                    else "nnx_module"], args)
             handled, value = self._project_call(node, qn, args, state)
             if handled:
                 return value
         return super()._call_qn(node, qn, args, state)
+
+    def _project_nnx_class(self, qn: str) -> str:
+        """"module" / "variable" when ``qn`` names another module's class that is a Flax NNX
+        Module / Variable through its bases (``ProjectView.nnx_class``), "" otherwise."""
+        if self.project is None:
+            return ""
+        try:
+            return self.project.nnx_class(qn)
+        except Exception:  # noqa: BLE001 - a project fact must never cost the file
+            return ""
 
     def _project_call(self, node: cst.Call, qn: str, args: list, state) -> tuple:
         """(handled, value) for a call of the project function ``qn``."""

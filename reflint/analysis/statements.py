@@ -469,6 +469,8 @@ class StatementsMixin:
                 a = api.lookup(bv.qualname)
                 if a is not None and a.result is api.Result.NNX_OBJECT:
                     cls.nnx = cls.nnx or ("variable" if a.ref_keywords else "module")
+                elif a is None:  # a class of another module (analysis/project.py)
+                    cls.nnx = cls.nnx or self._project_nnx_class(bv.qualname)
             elif isinstance(bv, ClassVal):
                 cls.nnx = cls.nnx or bv.cls.nnx
         cls.bases = [b.cls for b in bases if isinstance(b, ClassVal) and b.cls is not cls]
@@ -747,8 +749,8 @@ class StatementsMixin:
         notebook of N cells, each with a def, costs O(N), not O(N^2)."""
         if f.local_only is not None:
             return f.local_only
-        ok = not f.is_lambda
-        if ok:
+        ok = not f.is_lambda or id(f.node) in self._called_lambdas(scope)
+        if ok and not f.is_lambda:
             cache = self.__dict__.setdefault("_escape_index", {})
             index = cache.get(id(scope))
             if index is None:
@@ -756,6 +758,27 @@ class StatementsMixin:
             ok = index.local_only(f)
         f.local_only = ok
         return ok
+
+    def _called_lambdas(self, scope: FunctionInfo) -> frozenset:
+        """ids of the lambdas of ``scope``'s own code that run where they are written and
+        nowhere else: called at once (``(lambda: m)()``) or given as the first argument of a
+        call whose result is called at once (``jax.jit(lambda a: f(a, m))(x)``)."""
+        cache = self.__dict__.setdefault("_called_lambdas_cache", {})
+        out = cache.get(id(scope))
+        if out is None:
+            body = list(scope.node.body if scope.is_module else _body(scope.node.body))
+            found = set()
+            for node in walk_nodes(body, _in_own_scope):
+                if type(node) is not cst.Call:
+                    continue
+                func = node.func
+                if type(func) is cst.Lambda:
+                    found.add(id(func))
+                elif type(func) is cst.Call and func.args and func.args[0].keyword is None \
+                        and not func.args[0].star and type(func.args[0].value) is cst.Lambda:
+                    found.add(id(func.args[0].value))
+            out = cache[id(scope)] = frozenset(found)
+        return out
 
     def _note_closure(self, name: str, label: str, value: Value, node) -> None:
         """Record ``value`` as closed over by every function between here and the scope that
