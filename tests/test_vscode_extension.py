@@ -75,6 +75,14 @@ def test_dependencies_are_pinned_and_locked():
     assert set(m["dependencies"]) == {"vscode-languageclient"}
 
 
+@pytest.mark.parametrize("doc", ["README.md", "docs/integrations/vscode.md",
+                                 "editors/vscode/README.md"])
+def test_install_docs_name_the_vsix_build_sh_makes(doc):
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    assert f"code --install-extension " in text
+    assert f"reflint-{manifest()['version']}.vsix" in text
+
+
 # -- the server command line -----------------------------------------------------------------
 
 def test_default_command_line_is_reflint_server_on_path(tmp_path):
