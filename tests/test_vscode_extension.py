@@ -79,7 +79,7 @@ def test_dependencies_are_pinned_and_locked():
                                  "editors/vscode/README.md"])
 def test_install_docs_name_the_vsix_build_sh_makes(doc):
     text = (ROOT / doc).read_text(encoding="utf-8")
-    assert f"code --install-extension " in text
+    assert "code --install-extension " in text
     assert f"reflint-{manifest()['version']}.vsix" in text
 
 
