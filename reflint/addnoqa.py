@@ -5,7 +5,8 @@ The comment goes where a comment is allowed and where reflint reads it for that 
 of the line, or for a line inside a multi-line string or a backslash continuation, the end of
 the last line of that token group (a ``# noqa`` there covers the whole group). Codes are added
 to an existing ``# noqa:`` comment. Files keep their encoding and line endings; meta findings
-(REF900, REF903, REF904) cannot be suppressed and are left. Notebooks are not edited."""
+(REF900, REF903, REF904) cannot be suppressed and are left. In a notebook the comment goes on
+the cell line (reflint reads ``# noqa`` per cell line), the JSON keeping its formatting."""
 
 from __future__ import annotations
 
@@ -66,6 +67,24 @@ def add_to_source(source: str, codes_by_line: dict) -> tuple:
     return "".join(parts), changed
 
 
+def add_to_notebook(raw: str, codes_by_cell_line: dict) -> tuple:
+    """(new notebook text, number of comments added or extended): ``codes_by_cell_line`` maps
+    (code cell number, line in the cell) to codes."""
+    from . import notebook
+
+    nb = notebook.parse(raw)
+    program_line = {where: n for n, where in enumerate(nb.where, start=1)}
+    lines: dict = {}
+    for where, codes in codes_by_cell_line.items():
+        n = program_line.get(where)
+        if n is not None and n not in nb.neutralised:
+            lines.setdefault(n, set()).update(codes)
+    new, changed = add_to_source(nb.program, lines)
+    if not changed:
+        return raw, 0
+    return notebook.write_back(nb, new), changed
+
+
 def add_noqa(results: list, all_diags: list, roots) -> int:
     from . import notebook
     from .cli import EXIT_ERROR, EXIT_OK, _write_fixed
@@ -74,7 +93,9 @@ def add_noqa(results: list, all_diags: list, roots) -> int:
     for d in all_diags:
         if d.code in (PARSE_ERROR, INTERNAL_ERROR, NOT_CHECKED):
             continue
-        by_path.setdefault(d.path, {}).setdefault(d.line, set()).add(d.code)
+        key = (d.cell, d.line) if notebook.is_notebook(d.path) and getattr(d, "cell", 0) \
+            else d.line
+        by_path.setdefault(d.path, {}).setdefault(key, set()).add(d.code)
     total = 0
     status = EXIT_OK
     for res in results:
@@ -82,9 +103,13 @@ def add_noqa(results: list, all_diags: list, roots) -> int:
         if not lines or res.source is None:
             continue
         if notebook.is_notebook(res.path):
-            print(f"{res.path}: --add-noqa does not edit notebooks", file=sys.stderr)
-            continue
-        new, n = add_to_source(res.source, lines)
+            try:
+                new, n = add_to_notebook(res.source, lines)
+            except notebook.NotebookError as e:
+                print(f"{res.path}: {e}: noqa comments not added", file=sys.stderr)
+                continue
+        else:
+            new, n = add_to_source(res.source, lines)
         if not n:
             continue
         problem = _write_fixed(res.path, new, roots)

@@ -1147,13 +1147,13 @@ def cmd_rule(args) -> int:
     rule = rule_by_code(code) or rule_by_code(code.upper())
     if rule is not None:
         from .docs import render_rule
-        sys.stdout.write(render_rule(rule))
+        sys.stdout.write(render_rule(rule) + _doc_line(rule.code))
         return EXIT_OK
     from .docs import META_DOCS, render_meta
     meta = code.upper() if code.upper() in META_DOCS else \
         next((c for c, n in CODES.items() if n == code and c in META_DOCS), None)
     if meta:
-        sys.stdout.write(render_meta(meta))
+        sys.stdout.write(render_meta(meta) + _doc_line(meta))
         return EXIT_OK
     known = code.upper() if code.upper() in CODES else \
         next((c for c, n in CODES.items() if n == code), None)
@@ -1163,8 +1163,16 @@ def cmd_rule(args) -> int:
     raise UsageError(f"unknown rule: {args.code} (see `reflint rules`)")
 
 
+def _doc_line(code: str) -> str:
+    """The web page of a code's documentation, as the last line of `reflint rule CODE`."""
+    from .docs import doc_url
+
+    url = doc_url(code)
+    return f"\nDocumentation: {url}\n" if url else ""
+
+
 def _rules_table() -> list:
-    from .docs import META_DOCS
+    from .docs import META_DOCS, doc_url
 
     rows = [{"code": r.code, "name": r.name, "fix": r.fixable or None,
              "summary": r.doc_sections().get("Summary", ""), "kind": "rule",
@@ -1173,6 +1181,8 @@ def _rules_table() -> list:
         rows.append({"code": code, "name": CODES[code], "fix": None,
                      "summary": META_DOCS[code][0], "kind": "meta",
                      "default": code not in ("REF902",)})
+    for row in rows:
+        row["url"] = doc_url(row["code"])
     return rows
 
 

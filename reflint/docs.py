@@ -6,7 +6,16 @@ import os
 
 from .rule import DOC_SECTIONS, all_rules
 
-DOCS_URL = "docs/rules/{code}.md"
+DOCS_URL = "docs/rules/{code}.md"  # a rule's page, relative to the repository root
+
+# Where the rule pages are on the web: the one place that says so. Diagnostics link there in
+# the language server (codeDescription.href), SARIF (helpUri) and `reflint rule`. The pages
+# are the repository's docs/rules/ files, read on the repository host; `main` holds every
+# published code (codes are stable). REFLINT_DOCS_URL overrides it, e.g. for a mirror or a
+# tag: a template with {code} ("https://example.org/reflint/{code}.html") or a base to which
+# "{code}.md" is appended; an empty REFLINT_DOCS_URL turns the links off.
+REPOSITORY_URL = "https://github.com/jax-reflint/reflint"
+RULES_URL = REPOSITORY_URL + "/blob/main/" + DOCS_URL
 REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead",
                      "Known limits", "JAX versions", "Runtime message")
 
@@ -38,6 +47,12 @@ def render_index() -> str:
     for r in all_rules():
         lines.append(f"| [{r.code}]({r.code}.md) | {r.name} | {r.fixable or ''} | "
                      f"{r.doc_sections().get('Summary', '')} |")
+    from .codes import CODES
+
+    lines += ["", "Reported by reflint itself (files it could not check, suppression comments):",
+              "", "| code | name | summary |", "|---|---|---|"]
+    for code in sorted(META_DOCS):
+        lines.append(f"| [{code}]({code}.md) | {CODES[code]} | {META_DOCS[code][0]} |")
     return "\n".join(lines) + "\n"
 
 
@@ -49,6 +64,11 @@ def generate(directory: str) -> list:
         path = os.path.join(directory, f"{r.code}.md")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(render_rule(r))
+        written.append(path)
+    for code in sorted(META_DOCS):
+        path = os.path.join(directory, f"{code}.md")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(render_meta(code))
         written.append(path)
     path = os.path.join(directory, "README.md")
     with open(path, "w", encoding="utf-8") as fh:
@@ -159,22 +179,14 @@ def render_meta(code: str) -> str:
 
 
 def doc_url(code: str):
-    """An absolute documentation URL for a code, when the installed package declares one
-    (``[project.urls] Documentation``, with ``{code}`` or as a base of ``docs/rules/``)."""
-    try:
-        from importlib.metadata import metadata
-
-        urls = metadata("jax-reflint").get_all("Project-URL") or []
-    except Exception:  # noqa: BLE001 - not installed, no metadata: no link
+    """The web page of a code's documentation (RULES_URL, or REFLINT_DOCS_URL when set);
+    None when REFLINT_DOCS_URL is set empty."""
+    template = os.environ.get("REFLINT_DOCS_URL", RULES_URL).strip()
+    if not template:
         return None
-    for entry in urls:
-        label, _, url = entry.partition(",")
-        if label.strip().lower() == "documentation" and url.strip().startswith("http"):
-            url = url.strip()
-            if "{code}" in url:
-                return url.format(code=code)
-            return url.rstrip("/") + "/" + DOCS_URL.format(code=code)
-    return None
+    if "{code}" not in template:
+        template = template.rstrip("/") + "/{code}.md"
+    return template.replace("{code}", code)
 
 
 def _plain(markdown: str) -> str:

@@ -433,8 +433,8 @@ _HREFS: dict = {}
 
 
 def doc_href(code: str) -> Optional[str]:
-    """The rule's documentation page: the package's declared documentation URL
-    (``[project.urls] Documentation``, see reflint.docs.doc_url) if any, else the page in the
+    """The rule's documentation page: its web location (reflint.docs.doc_url: RULES_URL or
+    ``REFLINT_DOCS_URL``); with links turned off (``REFLINT_DOCS_URL=""``) the page in the
     ``docs/rules/`` folder next to the installed package (a checkout or an editable install)
     as a ``file://`` URL; None when there is neither (hover still shows the text)."""
     if code not in _HREFS:

@@ -96,6 +96,30 @@ def test_add_noqa_suppresses_every_finding_and_is_idempotent(tmp_path, capsys):
     assert "Added 0 noqa directives." in err and p.read_text() == text
 
 
+def test_add_noqa_in_a_notebook_comments_the_cell_line_and_keeps_the_json(tmp_path, capsys):
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# demo"]},
+             {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": ["import jax\n", "import jax.numpy as jnp\n", "%time 1\n",
+                         "x_ref = jax.new_ref(1.0)"]},
+             {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": ["y = x_ref + 1\n", "z = jnp.sin(x_ref)  # noqa: E501"]}]
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    p = tmp_path / "demo.ipynb"
+    raw = json.dumps(nb, indent=1) + "\n"
+    p.write_text(raw)
+    assert run(capsys, p)[0] == 1
+    code, _, err = run(capsys, "--add-noqa", p)
+    assert code == 0 and "Added 2 noqa directives." in err
+    got = json.loads(p.read_text())
+    cells[2]["source"] = ["y = x_ref + 1  # noqa: REF007\n",
+                          "z = jnp.sin(x_ref)  # noqa: E501, REF007"]
+    assert got == nb  # only those two cell lines changed; the magic is kept
+    assert p.read_text() == json.dumps(nb, indent=1) + "\n"  # formatting kept
+    assert run(capsys, p)[0] == 0
+    code, _, err = run(capsys, "--add-noqa", p)
+    assert "Added 0 noqa directives." in err
+
+
 def test_fix_only_show_fixes_and_exit_non_zero_on_fix(tmp_path, capsys):
     p = tmp_path / "a.py"
     u = tmp_path / "u.py"

@@ -47,7 +47,7 @@ def _checkout_files() -> list:
     out = []  # not a git checkout: everything but build products and environments
     for root, dirs, files in os.walk(ROOT):
         dirs[:] = [d for d in dirs if d not in (".git", ".venv", "venv", "build", "dist",
-                                                "__pycache__", ".pytest_cache")
+                                                "__pycache__", ".pytest_cache", "node_modules")
                    and not d.endswith(".egg-info")]
         out += [os.path.relpath(os.path.join(root, f), ROOT) for f in files]
     return out
