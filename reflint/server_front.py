@@ -248,14 +248,13 @@ NOTEBOOK_SELECTOR = [{"notebook": {"notebookType": "jupyter-notebook"},
                       "cells": [{"language": "python"}]}]
 
 
-def capabilities(encoding: str) -> dict:
+def capabilities(encoding: str, client_capabilities=None) -> dict:
     """The server's capabilities, as reflint.server's features make pygls build them
-    (tests/test_server_start.py compares the two)."""
-    return {
+    (tests/test_server_start.py compares the two): notebook sync to a client that has it."""
+    caps = {
         "positionEncoding": encoding,
         "textDocumentSync": {"openClose": True, "change": 2, "willSave": False,
                              "willSaveWaitUntil": False, "save": {"includeText": False}},
-        "notebookDocumentSync": {"notebookSelector": NOTEBOOK_SELECTOR, "save": False},
         "hoverProvider": True,
         "codeActionProvider": {"codeActionKinds": ["quickfix", "source.fixAll", FIX_ALL_KIND],
                                "resolveProvider": True},
@@ -263,6 +262,9 @@ def capabilities(encoding: str) -> dict:
         "workspace": {"workspaceFolders": {"supported": True, "changeNotifications": True},
                       "fileOperations": {}},
     }
+    if isinstance(client_capabilities, dict) and client_capabilities.get("notebookDocument"):
+        caps["notebookDocumentSync"] = {"notebookSelector": NOTEBOOK_SELECTOR, "save": False}
+    return caps
 
 
 def units(s: str, encoding: str) -> int:
@@ -427,7 +429,7 @@ class Front:
         elif isinstance(params.get("rootPath"), str):
             self.root = params["rootPath"]
         self.write({"jsonrpc": "2.0", "id": msg_id, "result": {
-            "capabilities": capabilities(self.encoding),
+            "capabilities": capabilities(self.encoding, caps),
             "serverInfo": {"name": "reflint", "version": __version__}}})
         self.suppress.add(msg_id)
         self.initialized = True
