@@ -66,7 +66,8 @@ class DocState:
     """What the server knows of one open document (or notebook)."""
 
     uri: str
-    notebook: bool = False
+    notebook: bool = False  # a notebook document (LSP notebook sync): its cells published
+    ipynb: bool = False  # an .ipynb opened as a text document (its JSON)
     running: bool = False  # an analysis of this document is in flight
     timer: Optional[asyncio.TimerHandle] = None  # debounced analysis
     version: Optional[int] = None  # version of the text of ``diagnostics``
@@ -217,10 +218,16 @@ class ReflintServer(LanguageServer):
     def subject(self, state: DocState):
         """(version, text, notebook or None) of what the client has now: a text document's
         text, or a notebook's code cells joined (reflint.notebook); None if it is gone."""
+        from . import notebook as nbmod
+
         if not state.notebook:
             doc = self.workspace.get_text_document(state.uri)
-            return doc.version, doc.source, None
-        from . import notebook as nbmod
+            if not state.ipynb:
+                return doc.version, doc.source, None
+            try:
+                return doc.version, doc.source, nbmod.parse(doc.source)
+            except nbmod.NotebookError as e:
+                return doc.version, doc.source, e
 
         nbdoc = self.workspace.get_notebook_document(notebook_uri=state.uri)
         if nbdoc is None:
@@ -249,6 +256,8 @@ class ReflintServer(LanguageServer):
         if hit is not None and hit[0] == settings:
             state.cache.move_to_end(text)
             return hit[1], hit[2]
+        if state.ipynb:
+            return None  # its text is JSON: comment edits are not recognised in it
         facts = server_reuse.reuse(state.text, state.facts, text, state.raw)
         if facts is None:
             return None
@@ -312,8 +321,15 @@ class ReflintServer(LanguageServer):
                         found = [_not_checked(path, f"file too large (more than "
                                                     f"max-file-size, "
                                                     f"{settings.max_file_size:,} bytes)")], None
+                    elif state.ipynb and not hasattr(nb, "program"):
+                        found = ([_parse_error(path, str(nb))]
+                                 if settings.enabled(PARSE_ERROR) else []), None
+                    elif state.ipynb and not nb.program.strip():
+                        found = [], None
                     else:
-                        found = await self.run_analysis(state, version, text, path, settings)
+                        found = await self.run_analysis(
+                            state, version, nb.program if state.ipynb else text, path,
+                            settings)
                 if self.docs.get(uri) is not state:
                     return  # closed meanwhile
                 now = self.subject(state)
@@ -378,6 +394,9 @@ class ReflintServer(LanguageServer):
             state.cache.move_to_end(text)
             while len(state.cache) > CACHED_TEXTS:
                 state.cache.popitem(last=False)
+        if state.ipynb:
+            self.publish_ipynb(state, version, text, nb, raw)
+            return
         if nb is None:
             state.diagnostics = raw
             if not (same_text and state.uri in state.lsp):  # a comment edit moves nothing
@@ -389,6 +408,36 @@ class ReflintServer(LanguageServer):
             return
         self.publish_cells(state, nb, raw)
 
+    def publish_ipynb(self, state: DocState, version, text: str, nb, raw: list) -> None:
+        """An .ipynb opened as JSON text: each finding at its place in the JSON (the cell's
+        source string), its message saying which cell and line."""
+        from dataclasses import replace
+
+        from . import notebook as nbmod
+
+        out = list(raw)  # an invalid notebook: its REF900 is on line 1
+        if hasattr(nb, "program"):
+            cells = server_reuse.JsonCells(text, nb)
+            out = []
+            for r, d in zip(raw, nbmod.map_diagnostics(nb, raw)):
+                line, col = cells.where(d.cell, d.line, d.column)
+                end_line, end_col = cells.where(d.cell, d.end_line or d.line,
+                                                d.end_column or d.column)
+                related = None
+                if d.related is not None:
+                    rc, rl = nbmod.to_cell(nb, r.related.line)
+                    rl, rcol = cells.where(rc, rl, r.related.column)
+                    related = replace(d.related, line=rl, column=rcol)
+                out.append(replace(d, line=line, column=col, end_line=end_line,
+                                   end_column=end_col, related=related, fix=None,
+                                   message=f"cell {d.cell}, line {d.line}: {d.message}"))
+        state.diagnostics, state.nb = out, nb if hasattr(nb, "program") else None
+        lines = split_lines(text)
+        state.lsp = {state.uri: [diagnostic_json(d, lines, state.uri, self.encoding)
+                                 for d in out]}
+        self.send_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {
+            "uri": state.uri, "version": version, "diagnostics": state.lsp[state.uri]})
+
     def publish_cells(self, state: DocState, nb, raw: list) -> None:
         """A notebook's findings, each on its cell's document at its line in the cell."""
         from . import notebook as nbmod
@@ -396,16 +445,25 @@ class ReflintServer(LanguageServer):
         mapped = nbmod.map_diagnostics(nb, raw)
         state.diagnostics, state.nb = mapped, nb
         per_cell: dict = {}
-        for d in mapped:
-            per_cell.setdefault(d.cell or 1, []).append(d)
+        for r, d in zip(raw, mapped):
+            per_cell.setdefault(d.cell or 1, []).append((r, d))
         old = set(state.lsp)
         state.lsp = {}
         state.cells = list(nb.cell_uris)
+        cell_lines = [split_lines(src) for src in nb.sources]
         for number, (cell_uri, cell_version) in enumerate(nb.cell_uris, start=1):
             self.cell_owner[cell_uri] = state.uri
-            lines = split_lines(nb.sources[number - 1])
-            state.lsp[cell_uri] = [diagnostic_json(d, lines, cell_uri, self.encoding)
-                                   for d in per_cell.get(number, [])]
+            published = []
+            for r, d in per_cell.get(number, []):
+                item = diagnostic_json(d, cell_lines[number - 1], cell_uri, self.encoding)
+                if r.related is not None:  # where the ref was made: perhaps another cell
+                    rc, rl = nbmod.to_cell(nb, r.related.line)
+                    where = item["relatedInformation"][0]["location"]
+                    where["uri"] = nb.cell_uris[rc - 1][0]
+                    where["range"] = range_json(cell_lines[rc - 1], rl, r.related.column, rl,
+                                                r.related.column, self.encoding)
+                published.append(item)
+            state.lsp[cell_uri] = published
             self.send_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {
                 "uri": cell_uri, "version": cell_version, "diagnostics": state.lsp[cell_uri]})
         for gone in old - set(state.lsp):  # cells deleted since
@@ -453,7 +511,7 @@ class ReflintServer(LanguageServer):
         """The text document's state if its diagnostics are for the text the client has now
         (None for a notebook's cells: they get diagnostics and hover, not code actions)."""
         state = self.docs.get(uri)
-        if state is None or state.text is None or state.notebook:
+        if state is None or state.text is None or state.notebook or state.ipynb:
             return None
         doc = self.workspace.get_text_document(uri)
         if doc.version != state.version or doc.source != state.text:
@@ -498,6 +556,12 @@ def _not_checked(path: str, reason: str) -> Diagnostic:
     from .engine import not_checked
 
     return not_checked(path, reason)
+
+
+def _parse_error(path: str, message: str) -> Diagnostic:
+    from .engine import parse_error
+
+    return parse_error(path, message)
 
 
 def _crash(path: str, message: str) -> Diagnostic:
@@ -747,9 +811,10 @@ def create_server(workers=DEFAULT_WORKERS, debounce: float = DEFAULT_DEBOUNCE,
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: ReflintServer, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
-        if not is_python(doc.uri, doc.language_id):
+        ipynb = doc.uri.lower().endswith(".ipynb")
+        if not ipynb and not is_python(doc.uri, doc.language_id):
             return
-        ls.docs[doc.uri] = DocState(doc.uri)
+        ls.docs[doc.uri] = DocState(doc.uri, ipynb=ipynb)
         ls.schedule(doc.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)

@@ -557,5 +557,10 @@ def main(argv: Optional[list] = None) -> int:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
+        from multiprocessing import util
+
+        util._run_finalizers()  # the pool's semaphores (else the resource tracker warns)
+    except Exception:  # noqa: BLE001 - ending anyway
+        pass
     finally:
         os._exit(rc)

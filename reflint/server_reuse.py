@@ -144,3 +144,117 @@ def reuse(old: str, facts: Optional[list], new: str, diags: list) -> Optional[li
     out = list(facts)
     out[line] = new_fact
     return out
+
+
+# -- notebooks opened as JSON text ----------------------------------------------------------
+
+def _source_tokens(text: str) -> dict:
+    """Cell index (in the notebook's ``cells``) -> offsets of the JSON string tokens of its
+    ``source`` (one string, or a list of them), found by scanning the JSON text."""
+    from json.decoder import scanstring
+
+    ws = re.compile(r"[ \t\n\r]*")
+    literal = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null")
+    out: dict = {}
+    stack = []  # (kind, path, index) of the open containers
+
+    def value(i, path):
+        """Scan one value at ``i`` (iteratively for containers); the offset after it."""
+        i = ws.match(text, i).end()
+        c = text[i]
+        if c == '"':
+            if len(path) == 3 and path[0] == "cells" and path[2] == "source" or \
+                    len(path) == 4 and path[0] == "cells" and path[2] == "source":
+                out.setdefault(path[1], []).append(i)
+            return scanstring(text, i + 1)[1]
+        if c in "{[":
+            stack.append((c, path, 0))
+            return i + 1
+        m = literal.match(text, i)
+        if m is None:
+            raise ValueError(f"unexpected {c!r} at {i}")
+        return m.end()
+
+    i = value(0, ())
+    while stack:
+        i = ws.match(text, i).end()
+        kind, path, n = stack[-1]
+        c = text[i]
+        if c in "}]":
+            stack.pop()
+            i += 1
+            continue
+        if n:
+            if c != ",":
+                raise ValueError(f"expected ',' at {i}")
+            i = ws.match(text, i + 1).end()
+        stack[-1] = (kind, path, n + 1)
+        if kind == "{":
+            key, i = scanstring(text, i + 1)
+            i = ws.match(text, i).end()
+            if text[i] != ":":
+                raise ValueError(f"expected ':' at {i}")
+            i = value(i + 1, path + (key,))
+        else:
+            i = value(i, path + (n,))
+    return out
+
+
+def _token_offsets(text: str, start: int) -> list:
+    """Raw offsets in ``text`` of each character the JSON string token at ``start`` decodes
+    to (an escape's first character), and the offset of its closing quote last."""
+    out = []
+    i = start + 1
+    while text[i] != '"':
+        out.append(i)
+        if text[i] == "\\":
+            if text[i + 1] == "u":
+                high = int(text[i + 2:i + 6], 16)
+                i += 6
+                if 0xD800 <= high < 0xDC00 and text[i:i + 2] == "\\u":
+                    i += 6  # a surrogate pair: one character
+            else:
+                i += 2
+        else:
+            i += 1
+    out.append(i)
+    return out
+
+
+class JsonCells:
+    """Positions of a notebook's code cells in its JSON text (an ``.ipynb`` opened as text):
+    ``where(cell, line, column)`` (cell: the code cell's number, 1-based; line and column in
+    the cell, 1-based) -> (line, column) in the JSON text, 1-based."""
+
+    def __init__(self, text: str, nb):
+        self.text = text
+        self.nb = nb
+        self.tokens = _source_tokens(text)
+        self._offsets: dict = {}
+        self._line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+
+    def _cell_offsets(self, number: int) -> list:
+        if number not in self._offsets:
+            index = self.nb.cells[number - 1]
+            offsets: list = []
+            for start in self.tokens.get(index, []):
+                offsets.extend(_token_offsets(self.text, start)[:-1])
+            toks = self.tokens.get(index, [])
+            if toks:
+                offsets.append(_token_offsets(self.text, toks[-1])[-1])
+            self._offsets[number] = offsets
+        return self._offsets[number]
+
+    def where(self, cell: int, line: int, column: int) -> tuple:
+        import bisect
+
+        offsets = self._cell_offsets(cell) if 1 <= cell <= len(self.nb.cells) else []
+        if not offsets:
+            return 1, 1
+        source = self.nb.sources[cell - 1]
+        lines = source.split("\n")
+        k = min(max(line, 1), len(lines))
+        at = sum(len(s) + 1 for s in lines[:k - 1]) + max(column - 1, 0)
+        raw = offsets[min(at, len(offsets) - 1)]
+        n = bisect.bisect_right(self._line_starts, raw) - 1
+        return n + 1, raw - self._line_starts[n] + 1
