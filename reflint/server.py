@@ -353,8 +353,12 @@ class ReflintServer(LanguageServer):
             state.early = None
             if early_version == version and early_text == text:
                 future = early_future
-        task = asyncio.ensure_future(self.pool.call(server_worker.analyse_text, text, path,
-                                                    settings, future=future))
+        if future is not None:
+            call = self.pool.call(server_worker.analyse_text, text, path, settings,
+                                  future=future)
+        else:  # the line facts come later (facts_later): not on the way to the findings
+            call = self._lint(text, path, settings)
+        task = asyncio.ensure_future(call)
         try:
             try:
                 return await asyncio.wait_for(asyncio.shield(task), self.slow_after)
@@ -370,6 +374,25 @@ class ReflintServer(LanguageServer):
         except Exception as e:  # noqa: BLE001 - report, never crash the server
             log.exception("analysis failed")
             return [_crash(path, f"internal error: {type(e).__name__}: {e}")], None
+
+    async def _lint(self, text: str, path: str, settings) -> tuple:
+        return await self.pool.call(server_worker.lint_text, text, path, settings), None
+
+    def facts_later(self, state: DocState, text: str) -> None:
+        """Compute the line facts of the published ``text`` in a worker, for the next
+        keystroke's reuse check (until they arrive, an edit is analysed)."""
+        async def job():
+            try:
+                facts = await self.pool.call(server_reuse.line_facts, text)
+            except Exception:  # noqa: BLE001 - only an optimisation is lost
+                return
+            if state.text == text and state.facts is None:
+                state.facts = facts
+                hit = state.cache.get(text)
+                if hit is not None and hit[2] is None:
+                    state.cache[text] = (hit[0], hit[1], facts)
+
+        asyncio.get_running_loop().create_task(job())
 
     def say_slow(self, path: str) -> None:
         message = (f"reflint: the analysis of {os.path.basename(path)} takes longer than "
@@ -397,6 +420,9 @@ class ReflintServer(LanguageServer):
         if state.ipynb:
             self.publish_ipynb(state, version, text, nb, raw)
             return
+        if facts is None and not state.ipynb and "\r" not in text and \
+                not any(d.code == PARSE_ERROR for d in raw):
+            self.facts_later(state, text)
         if nb is None:
             state.diagnostics = raw
             if not (same_text and state.uri in state.lsp):  # a comment edit moves nothing
