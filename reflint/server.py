@@ -53,6 +53,7 @@ from .diagnostics import SAFE, Diagnostic
 from .server_front import (DEFAULT_DEBOUNCE, DEFAULT_TIMEOUT, DEFAULT_WORKERS,  # noqa: F401
                            FIX_ALL_KIND, MAX_MESSAGE_BYTES, NOTEBOOK_SELECTOR, WorkerCrashed,
                            WorkerTimeout, Workers, diagnostic_json, doc_href, document_path,
+                           excluded_with_parents,
                            is_python, range_json, split_lines, _LINE_SPLIT)
 
 log = logging.getLogger("reflint.server")
@@ -142,8 +143,6 @@ class ReflintServer(LanguageServer):
     def settings_for(self, path: str):
         """(settings, excluded) for a document at ``path``, as ``reflint check
         --force-exclude path`` resolves them; (None, True) on a configuration error."""
-        from .cli import _excluded_with_parents
-
         try:
             if os.path.isabs(path):
                 settings = self.resolver.for_file(path)
@@ -158,7 +157,7 @@ class ReflintServer(LanguageServer):
                     type=types.MessageType.Error, message=message))
                 self.config_diagnostic(str(e))
             return None, True
-        excluded = os.path.isabs(path) and _excluded_with_parents(path, settings)
+        excluded = os.path.isabs(path) and excluded_with_parents(path, settings)
         return settings, excluded
 
     def config_diagnostic(self, error: str) -> None:

@@ -354,6 +354,20 @@ def document_path(uri: str) -> str:
     return name if name.endswith((".py", ".pyi")) else name + ".py"
 
 
+def excluded_with_parents(path: str, settings) -> bool:
+    """``--force-exclude`` (reflint.cli's, without importing the CLI): the path or one of
+    its directories (below the root) is excluded."""
+    path = os.path.abspath(path)
+    root = os.path.abspath(settings.root or os.getcwd())
+    while True:
+        if settings.is_excluded(path):
+            return True
+        parent = os.path.dirname(path)
+        if parent == path or not parent.startswith(root) or parent == root:
+            return False
+        path = parent
+
+
 def is_python(uri: str, language_id: Optional[str] = None) -> bool:
     if language_id is not None:
         return language_id == "python"
@@ -441,13 +455,12 @@ class Front:
         if not os.path.isabs(path):
             return
         try:
-            from .cli import _excluded_with_parents
             from .config import Resolver
 
             if self._resolver is None:
                 self._resolver = Resolver()
             settings = self._resolver.for_file(path)
-            if _excluded_with_parents(path, settings) or \
+            if excluded_with_parents(path, settings) or \
                     len(text.encode("utf-8", "surrogatepass")) > settings.max_file_size:
                 return
         except Exception:  # noqa: BLE001 - the server phase reports it
