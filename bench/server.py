@@ -35,7 +35,21 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, HERE)
 
-from lsp_raw import RawClient  # noqa: E402
+from lsp_raw import RawClient, children  # noqa: E402
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its live children (the workers), from /proc."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for p in [pid] + children(pid):
+        try:
+            with open(f"/proc/{p}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
 
 SMALL = "import jax\nimport jax.numpy as jnp\n\n\ndef f(x):\n    r = jax.new_ref(x)\n" \
         "    return jnp.sum(r)\n"
@@ -187,6 +201,8 @@ def main(argv=None) -> int:
     ap.add_argument("--keystrokes", type=int, default=20)
     ap.add_argument("--code-keystrokes", type=int, default=5)
     ap.add_argument("--launches", type=int, default=5)
+    ap.add_argument("--baseline", metavar="DIR", help="another reflint checkout: run its "
+                    "server instead (PYTHONPATH=DIR), for a before/after at the same load")
     args = ap.parse_args(argv)
     from startup import kernel_file
     from reflint.engine import lint_source
@@ -201,11 +217,14 @@ def main(argv=None) -> int:
         name = "generated Pallas kernels"
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = (os.path.abspath(args.baseline) if args.baseline else ROOT) + \
+        os.pathsep + env.get("PYTHONPATH", "")
+    if args.baseline:
+        print(f"baseline: the server of {args.baseline}")
     print(f"python {sys.version.split()[0]}, load average before: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"big file: {name}, {big.count(chr(10))} lines")
-    init, first_small, first_big = [], [], []
+    init, first_small, first_big, cpu_small = [], [], [], []
     problems = []
     with tempfile.TemporaryDirectory() as root:
         want_big = lint_source(big, os.path.join(root, "big.py"), Settings()).diagnostics
@@ -217,6 +236,7 @@ def main(argv=None) -> int:
                 uri = s.open("small.py", SMALL)
                 s.diagnostics(uri, 1)
                 first_small.append(time.perf_counter() - s.t0)
+                cpu_small.append(cpu_seconds(s.c.proc.pid))
             finally:
                 s.close()
         for _ in range(max(1, args.launches // 2)):
@@ -230,6 +250,7 @@ def main(argv=None) -> int:
                 s.close()
         print(f"launch -> initialize answered:         {stats(init)}")
         print(f"launch -> first diagnostics, small:    {stats(first_small)}")
+        print(f"  CPU of the server and its workers by then: {stats(cpu_small)}")
         print(f"launch -> first diagnostics, big file: {stats(first_big)}")
         s = Session(root, env)
         try:
