@@ -760,6 +760,7 @@ async def _session(server: ReflintServer, front, reader, backlog) -> None:
         if front.early or front.published:
             _take_early(server, front)
     _take_early(server, front)
+    server.pool.grow()  # the other workers (the start-up phase started one)
     reader.redirect(sink, backlog)
     while not server._stop_event.is_set():
         event = await events.get()

@@ -68,7 +68,9 @@ class Workers:
         self._pool = None
         self.restarts = 0
 
-    def _get(self):
+    def _get(self, first: Optional[int] = None):
+        """The pool (started if needed); ``first``: start only that many workers for now
+        (``grow`` starts the others)."""
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -82,7 +84,13 @@ class Workers:
                     self._pool = ProcessPoolExecutor(
                         self.workers, mp_context=multiprocessing.get_context("spawn"),
                         initializer=server_worker.watch_parent, initargs=(os.getpid(),))
-                    for _ in range(self.workers):
+                    if first is not None and first < self.workers and \
+                            hasattr(self._pool, "_max_workers"):
+                        # ProcessPoolExecutor starts processes on demand, up to this
+                        # (read at each submit): the others start when ``grow`` is called.
+                        self._pool._max_workers = first
+                        self._growing = self._pool
+                    for _ in range(first or self.workers):
                         self._pool.submit(server_worker.warm_up)
                 except (OSError, ValueError, NotImplementedError) as e:
                     log.warning("no worker processes (%s): analysing in threads", e)
@@ -91,7 +99,22 @@ class Workers:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="reflint")
         return self._pool
 
-    start = _get
+    def start(self):
+        """Start the pool with one worker: at launch the server's own imports and that
+        worker's compete for the CPU until the first document's findings are out; ``grow``
+        starts the others."""
+        return self._get(first=1)
+
+    def grow(self) -> None:
+        pool = getattr(self, "_growing", None)
+        if pool is not None and pool is self._pool:
+            self._growing = None
+            pool._max_workers = self.workers
+            for _ in range(self.workers - 1):
+                try:
+                    pool.submit(server_worker.warm_up)
+                except Exception:  # noqa: BLE001 - a broken pool is replaced on its next use
+                    break
 
     def _replace(self, pool, kill: bool = False) -> None:
         if self._pool is not pool:
@@ -485,6 +508,7 @@ class Front:
             "uri": uri, "version": version,
             "diagnostics": [diagnostic_json(d, lines, uri, self.encoding) for d in diags]}})
         self.published[uri] = (version, text, path, settings, (diags, facts))
+        self.pool.grow()
 
 
 def _import_server(events: "queue.Queue") -> None:
