@@ -734,16 +734,19 @@ def serve(args, pool: Workers, front, reader, backlog) -> int:
 
     server._stop_event = __import__("threading").Event()
     server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    rc = 0
     try:
         asyncio.run(_session(server, front, reader, backlog))
     except BrokenPipeError:
         log.error("the connection to the editor is lost; shutting down")
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         pass
+    except SystemExit as e:  # `exit`: 0 after `shutdown`, else 1 (pygls, as LSP says)
+        rc = e.code if isinstance(e.code, int) else 0
     finally:
         server.shutdown()
         pool.close()
-    return 0
+    return rc
 
 
 async def _session(server: ReflintServer, front, reader, backlog) -> None:
