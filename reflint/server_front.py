@@ -488,6 +488,8 @@ class Front:
                 return
         except Exception:  # noqa: BLE001 - the server phase reports it
             return
+        if any(not entry[4].done() for entry in self.early.values()):
+            self.pool.grow()  # a second document must not wait behind the first
         future = self.pool.submit(server_worker.analyse_text, text, path, settings)
         if future is None:
             return
