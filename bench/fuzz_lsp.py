@@ -8,7 +8,10 @@ full-text changes (generated programs, tests/fuzz_programs.py), hovers, closes, 
 Content-Length is too small or too large, bodies that are not JSON, noise lines (each bad
 frame followed by a padding notification it may swallow). Then it must still answer: a fresh
 document's diagnostics must equal ``lint_source`` on its text, and ``shutdown`` must be
-answered. Prints the messages sent, the duration and each failure.
+answered; then characters typed into that document (in comments, new comments, code; some
+keystrokes waited for, some coalesced) must leave the last version's diagnostics equal to
+``lint_source``'s on the typed text. Prints the messages sent, the duration and each
+failure.
 """
 
 from __future__ import annotations
@@ -99,6 +102,50 @@ def session(rng: random.Random, root: str, n: int) -> tuple:
         want = sorted((d.line, d.code) for d in
                       lint_source(text, os.path.join(root, "final.py"), Settings()).diagnostics)
         problems = [] if got == want else [f"diagnostics differ: {got} != {want}"]
+        # Typing in it: characters in comments (answered without analysing when they cannot
+        # change the findings, reflint.server_reuse), new comments, and code; some waited
+        # for, some not (coalesced). The last version's diagnostics must be the CLI's.
+        version, lines = 1, text.split("\n")
+        for k in range(rng.randint(5, 30)):
+            i = rng.randrange(len(lines))
+            line = lines[i]
+            if "#" in line and rng.random() < 0.5:
+                col = rng.randint(line.index("#") + 1, len(line))
+            elif rng.random() < 0.7:
+                col = len(line)
+            else:
+                col = rng.randint(0, len(line))
+            ch = rng.choice(["#", " ", "x", "# note", "(", "'", "noqa", "_ref", "[...]", "é"])
+            lines[i] = line[:col] + ch + line[col:]
+            version += 1
+            c.notify("textDocument/didChange", {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{"range": {"start": {"line": i, "character": col},
+                                              "end": {"line": i, "character": col}},
+                                    "text": ch}]})
+            sent += 1
+            msg = None
+            if rng.random() < 0.5:
+                msg = c.wait_for(lambda m, v=version: m.get("method") ==
+                                 "textDocument/publishDiagnostics" and
+                                 m["params"]["uri"] == uri and
+                                 m["params"].get("version") == v, WAIT)
+                if msg is None:
+                    return sent, ["the server ended the session while typing"]
+        typed = "\n".join(lines)
+        if msg is None:  # the last keystroke was not waited for
+            msg = c.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                             and m["params"]["uri"] == uri and
+                             m["params"].get("version") == version, WAIT)
+        if msg is None:
+            return sent, ["the server ended the session while typing"]
+        got = sorted((d["range"]["start"]["line"] + 1, d["range"]["start"]["character"],
+                      d["code"], d["message"]) for d in msg["params"]["diagnostics"])
+        want = sorted((d.line, _utf16(typed, d.line, d.column), d.code, d.message)
+                      for d in lint_source(typed, os.path.join(root, "final.py"),
+                                           Settings()).diagnostics)
+        if got != want:
+            problems.append(f"after typing, diagnostics differ: {got} != {want}")
         rid = c.request("shutdown")
         if c.wait_for(lambda m: m.get("id") == rid, WAIT) is None:
             problems.append("shutdown not answered")
@@ -107,6 +154,13 @@ def session(rng: random.Random, root: str, n: int) -> tuple:
         return sent, [f"timeout: {e}"]
     finally:
         c.close()
+
+
+def _utf16(text: str, line: int, column: int) -> int:
+    """A 1-based code point column as LSP's 0-based UTF-16 character."""
+    lines = text.split("\n")
+    s = lines[line - 1][:column - 1] if line <= len(lines) else ""
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def main(argv=None) -> int:

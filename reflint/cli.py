@@ -1291,11 +1291,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_server(argv: list) -> int:
-    try:
-        from .server import main as server_main
-    except ImportError as e:
+    import importlib.util
+
+    # reflint.server_front starts the server before pygls is imported (answering the editor
+    # at once): only ask here whether it is installed.
+    missing = [m for m in ("pygls", "lsprotocol") if importlib.util.find_spec(m) is None]
+    if missing:
         raise UsageError(f"the language server needs pygls: pip install 'jax-reflint[server]' "
-                         f"({e})") from None
+                         f"(no module named {missing[0]!r})")
+    from .server_front import main as server_main
+
     return server_main(argv)
 
 

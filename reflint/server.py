@@ -1,6 +1,7 @@
 """``reflint server``: a Language Server Protocol server on stdio (pygls/lsprotocol).
 
-What it does, for every open ``.py``/``.pyi`` document, from its unsaved text:
+What it does, for every open ``.py``/``.pyi`` document and Jupyter notebook, from its unsaved
+text:
 
 * **Diagnostics**, the same as ``reflint check`` on a file with that text at that path (the
   same ``[tool.reflint]`` of the document's project, ``target-jax-version``,
@@ -8,16 +9,25 @@ What it does, for every open ``.py``/``.pyi`` document, from its unsaved text:
   ``--force-exclude``). Each has the rule code, a link to the rule's page (``codeDescription``)
   and, where the rule knows it, where the ref was created (``relatedInformation``).
   Published on open and save at once, on change after a short pause (``debounce``).
+  A notebook (LSP notebook sync, VS Code's ``vscode-notebook-cell:`` documents) is linted as
+  ``reflint check`` lints an ``.ipynb``: its code cells as one program, in order; each
+  finding is published on its cell's document, at its line in the cell.
 * **Code actions**: each fix ("Read the ref with [...]"; unsafe ones say so and are not
   preferred), "Suppress with ``# noqa: REFxxx``", and "Fix all safe reflint fixes" (kind
   ``source.fixAll.reflint``: what ``reflint check --fix`` writes, verified the same way).
 * **Hover** over a finding: the rule's explanation (``reflint rule REFxxx``).
 
-Responsiveness: the analysis runs in worker processes (``--workers``, default 2), so a slow
-document does not block the others, and a worker that crashes (a native parser on
-pathological input) or runs past ``--timeout`` is replaced while the server goes on. Each
-document has at most one analysis in flight; edits that arrive meanwhile are coalesced, and a
-result is published only if it is for the document's current version.
+Responsiveness (docs/integrations/editors.md): the server answers ``initialize`` and
+publishes the first document's diagnostics before it has imported pygls
+(reflint.server_front). The analysis runs in worker processes (``--workers``, default 2), so
+a slow document does not block the others, and a worker that crashes (a native parser on
+pathological input) is replaced while the server goes on. An analysis that runs past
+``--timeout`` is said to be slow (a log message) and goes on in the background: its findings
+are published when it ends (``--max-analysis-time`` stops it instead). Each document has at
+most one analysis in flight; edits that arrive meanwhile are coalesced, and a result is
+published only if it is for the document's current version. An edit that only changes a
+comment is answered at once with the findings it cannot change (reflint.server_reuse), and
+the last few texts of each document are remembered (undo, type-and-delete).
 """
 
 from __future__ import annotations
@@ -25,172 +35,92 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 import sys
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Optional
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import from_fs_path
 
 from . import __version__
-from . import server_worker
+from . import server_reuse, server_worker
 from .codes import CODES
 from .config import ConfigError, Resolver
 from .diagnostics import SAFE, Diagnostic
-from .engine import PARSE_ERROR, noqa_comments
+from .server_front import (DEFAULT_DEBOUNCE, DEFAULT_TIMEOUT, DEFAULT_WORKERS,  # noqa: F401
+                           FIX_ALL_KIND, MAX_MESSAGE_BYTES, NOTEBOOK_SELECTOR, WorkerCrashed,
+                           WorkerTimeout, Workers, diagnostic_json, doc_href, document_path,
+                           excluded_with_parents,
+                           is_python, range_json, split_lines, _LINE_SPLIT)
 
 log = logging.getLogger("reflint.server")
 
-FIX_ALL_KIND = "source.fixAll.reflint"
-DEFAULT_DEBOUNCE = 0.05  # seconds after the last change before a document is analysed
-DEFAULT_TIMEOUT = 30.0  # seconds one analysis may take before its worker is replaced
-DEFAULT_WORKERS = 2
-_LINE_SPLIT = re.compile(r"\r\n|\r|\n")  # LSP's line ends (the engine's too)
-
-
-class WorkerCrashed(Exception):
-    """The worker process died while analysing (twice: the text itself kills it)."""
-
-
-class WorkerTimeout(Exception):
-    """The analysis ran past the timeout; its worker was stopped."""
-
-
-class Workers:
-    """A pool of worker processes that is replaced when one of them dies or hangs.
-
-    ``call`` runs a function of reflint.server_worker in a worker. If the pool breaks (a
-    worker was killed by a signal: every call in flight fails with it), the pool is replaced
-    and the call is tried once more, so a crash caused by another document costs a retry;
-    a text that crashes a worker twice raises WorkerCrashed."""
-
-    def __init__(self, workers: int = DEFAULT_WORKERS, timeout: float = DEFAULT_TIMEOUT,
-                 processes: bool = True):
-        self.workers = max(1, workers)
-        self.timeout = timeout
-        self.processes = processes
-        self._pool = None
-        self.restarts = 0
-
-    def _get(self):
-        if self._pool is None:
-            if self.processes:
-                import multiprocessing
-
-                try:
-                    # spawn: the server has threads (asyncio, pygls); a forked child would
-                    # inherit their locks in any state.
-                    self._pool = ProcessPoolExecutor(
-                        self.workers, mp_context=multiprocessing.get_context("spawn"),
-                        initializer=server_worker.watch_parent, initargs=(os.getpid(),))
-                    for _ in range(self.workers):
-                        self._pool.submit(server_worker.warm_up)
-                except (OSError, ValueError, NotImplementedError) as e:
-                    log.warning("no worker processes (%s): analysing in threads", e)
-                    self.processes = False
-            if not self.processes:
-                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="reflint")
-        return self._pool
-
-    def _replace(self, pool, kill: bool = False) -> None:
-        if self._pool is not pool:
-            return  # another call replaced it already
-        self._pool = None
-        self.restarts += 1
-        if kill and isinstance(pool, ProcessPoolExecutor):
-            terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
-            if terminate is not None:
-                terminate()
-            else:
-                for p in list((getattr(pool, "_processes", None) or {}).values()):
-                    try:
-                        p.kill()
-                    except Exception:  # noqa: BLE001 - already gone
-                        pass
-        try:
-            pool.shutdown(wait=False, cancel_futures=True)
-        except Exception:  # noqa: BLE001 - a broken pool may complain; it is dropped anyway
-            pass
-
-    async def call(self, fn, *args):
-        for attempt in (1, 2):
-            pool = self._get()
-            try:
-                future = pool.submit(fn, *args)
-            except (BrokenProcessPool, RuntimeError):
-                self._replace(pool)
-                continue
-            except OSError as e:  # processes cannot be started here: use threads
-                log.warning("no worker processes (%s): analysing in threads", e)
-                self.processes = False
-                self._replace(pool)
-                continue
-            try:
-                return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
-            except BrokenProcessPool:
-                self._replace(pool)
-                if attempt == 2:
-                    raise WorkerCrashed() from None
-            except asyncio.TimeoutError:
-                self._replace(pool, kill=True)
-                raise WorkerTimeout() from None
-        raise WorkerCrashed()
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._replace(self._pool, kill=True)
+PARSE_ERROR = "REF900"
+CACHED_TEXTS = 4  # per document: results of its last texts (undo, type-and-delete)
 
 
 @dataclass
 class DocState:
-    """What the server knows of one open document."""
+    """What the server knows of one open document (or notebook)."""
 
     uri: str
+    notebook: bool = False  # a notebook document (LSP notebook sync): its cells published
+    ipynb: bool = False  # an .ipynb opened as a text document (its JSON)
     running: bool = False  # an analysis of this document is in flight
     timer: Optional[asyncio.TimerHandle] = None  # debounced analysis
     version: Optional[int] = None  # version of the text of ``diagnostics``
-    text: Optional[str] = None  # that text
+    text: Optional[str] = None  # that text (a notebook's: its code cells joined)
     path: str = ""
-    diagnostics: list = field(default_factory=list)  # reflint Diagnostics of ``text``
+    raw: list = field(default_factory=list)  # reflint Diagnostics of ``text``
+    diagnostics: list = field(default_factory=list)  # the same, a notebook's on its cells
+    facts: Optional[list] = None  # reflint.server_reuse.line_facts of ``text``
     settings: object = None
+    lsp: dict = field(default_factory=dict)  # uri -> the LSP diagnostics published there
+    cache: OrderedDict = field(default_factory=OrderedDict)  # text -> (settings, raw, facts)
+    early: Optional[tuple] = None  # (version, text, future): an analysis started at launch
+    cells: list = field(default_factory=list)  # a notebook's code cells: [(uri, version)]
+    nb: object = None  # a notebook's reflint.notebook.Notebook (cell and line mapping)
+
+
+class ReflintProtocol(LanguageServerProtocol):
+    """pygls's protocol, which does not answer the requests reflint.server_front answered."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.answered: set = set()
+
+    def _send_response(self, msg_id, result=None, error=None):
+        if msg_id in self.answered:
+            self.answered.discard(msg_id)
+            return
+        super()._send_response(msg_id, result, error)
 
 
 class ReflintServer(LanguageServer):
-    def __init__(self, workers: int = DEFAULT_WORKERS, debounce: float = DEFAULT_DEBOUNCE,
-                 timeout: float = DEFAULT_TIMEOUT, processes: bool = True):
-        super().__init__("reflint", __version__,
-                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+    def __init__(self, workers=DEFAULT_WORKERS, debounce: float = DEFAULT_DEBOUNCE,
+                 timeout: float = DEFAULT_TIMEOUT, processes: bool = True,
+                 max_analysis_time: Optional[float] = None):
+        super().__init__("reflint", __version__, protocol_cls=ReflintProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=types.NotebookDocumentSyncOptions(
+                             notebook_selector=[types.NotebookDocumentFilterWithCells(
+                                 notebook=types.NotebookDocumentFilterNotebookType(
+                                     notebook_type="jupyter-notebook"),
+                                 cells=[types.NotebookCellLanguage(language="python")])],
+                             save=False))
         self.debounce = debounce
-        self.pool = Workers(workers, timeout, processes)
+        self.slow_after = timeout  # seconds before an analysis is said to be slow
+        self.pool = workers if isinstance(workers, Workers) else \
+            Workers(workers, max_analysis_time, processes)
         self.docs: dict = {}
+        self.cell_owner: dict = {}  # a notebook cell's uri -> its notebook's uri
         self.resolver = Resolver()
         self.config_errors: set = set()
         self.config_uris: set = set()  # configuration files with a published error
-
-    # -- the message stream --------------------------------------------------------------
-
-    def _start_io_async(self, stdin=None, stdout=None):
-        """pygls's stdio loop, with a reader that resynchronises on framing errors
-        (``read_messages``)."""
-        import threading
-
-        from pygls.io_ import StdinAsyncReader, StdoutWriter
-
-        self._stop_event = threading.Event()
-        reader = StdinAsyncReader(stdin or sys.stdin.buffer, self.thread_pool)
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
-        try:
-            asyncio.run(read_messages(self, reader))
-        except BrokenPipeError:
-            log.error("the connection to the editor is lost; shutting down")
-        except (KeyboardInterrupt, SystemExit):
-            pass
-        finally:
-            self.shutdown()
+        self.encoding = "utf-16"
 
     def framing_error(self, message: str) -> None:
         """Say once per kind that the editor's message stream was malformed."""
@@ -204,13 +134,15 @@ class ReflintServer(LanguageServer):
         except Exception:  # noqa: BLE001 - the stream itself may be gone
             pass
 
+    def send_json(self, method: str, params: dict) -> None:
+        """A notification whose params are JSON already (no lsprotocol round trip)."""
+        self.protocol._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+
     # -- settings ------------------------------------------------------------------------
 
     def settings_for(self, path: str):
         """(settings, excluded) for a document at ``path``, as ``reflint check
         --force-exclude path`` resolves them; (None, True) on a configuration error."""
-        from .cli import _excluded_with_parents
-
         try:
             if os.path.isabs(path):
                 settings = self.resolver.for_file(path)
@@ -225,7 +157,7 @@ class ReflintServer(LanguageServer):
                     type=types.MessageType.Error, message=message))
                 self.config_diagnostic(str(e))
             return None, True
-        excluded = os.path.isabs(path) and _excluded_with_parents(path, settings)
+        excluded = os.path.isabs(path) and excluded_with_parents(path, settings)
         return settings, excluded
 
     def config_diagnostic(self, error: str) -> None:
@@ -266,6 +198,7 @@ class ReflintServer(LanguageServer):
         for uri in list(self.docs):
             self.schedule(uri, 0)
 
+
     # -- analysis ------------------------------------------------------------------------
 
     def schedule(self, uri: str, delay: float) -> None:
@@ -281,6 +214,84 @@ class ReflintServer(LanguageServer):
         else:
             state.timer = loop.call_later(delay, lambda: loop.create_task(self.analyse(uri)))
 
+    def subject(self, state: DocState):
+        """(version, text, notebook or None) of what the client has now: a text document's
+        text, or a notebook's code cells joined (reflint.notebook); None if it is gone."""
+        from . import notebook as nbmod
+
+        if not state.notebook:
+            doc = self.workspace.get_text_document(state.uri)
+            if not state.ipynb:
+                return doc.version, doc.source, None
+            try:
+                return doc.version, doc.source, nbmod.parse(doc.source)
+            except nbmod.NotebookError as e:
+                return doc.version, doc.source, e
+
+        nbdoc = self.workspace.get_notebook_document(notebook_uri=state.uri)
+        if nbdoc is None:
+            return None
+        cells, sources = [], []
+        for cell in nbdoc.cells:
+            if cell.kind != types.NotebookCellKind.Code:
+                continue
+            doc = self.workspace.get_text_document(cell.document)
+            if getattr(doc, "language_id", "python") not in (None, "python"):
+                continue
+            cells.append((cell.document, doc.version))
+            sources.append(doc.source)
+        nb = nbmod.Notebook("", {}, list(range(len(cells))), sources)
+        nbmod._join(nb)
+        nb.cell_uris = cells
+        return (nbdoc.version, tuple(cells)), nb.program, nb
+
+    def quick(self, state: DocState, text: str, settings) -> Optional[tuple]:
+        """(diagnostics, line facts) of ``text`` without analysing it: a text analysed
+        lately, or an edit of the published text that only changes a comment
+        (reflint.server_reuse); None otherwise."""
+        if settings is None or state.text is None or settings != state.settings:
+            return None
+        hit = state.cache.get(text)
+        if hit is not None and hit[0] == settings:
+            state.cache.move_to_end(text)
+            return hit[1], hit[2]
+        if state.ipynb:
+            return None  # its text is JSON: comment edits are not recognised in it
+        facts = server_reuse.reuse(state.text, state.facts, text, state.raw)
+        if facts is None:
+            return None
+        return state.raw, facts
+
+    def try_quick(self, uri: str) -> bool:
+        """Publish the findings of the document's current text now if ``quick`` knows
+        them (a keystroke in a comment); True if it did."""
+        state = self.docs.get(uri)
+        if state is None or state.running or state.text is None:
+            return False
+        subject = self.subject(state)
+        if subject is None:
+            return False
+        version, text, nb = subject
+        if state.path != self.path_of(state):
+            return False
+        settings, excluded = self.settings_for(state.path)
+        if settings is None or excluded:
+            return False
+        found = self.quick(state, text, settings)
+        if found is None:
+            return False
+        if state.timer is not None:
+            state.timer.cancel()
+            state.timer = None
+        self.publish(state, version, text, nb, state.path, settings, found)
+        return True
+
+    def path_of(self, state: DocState) -> str:
+        path = document_path(state.uri)
+        if state.notebook and not path.endswith(".ipynb"):
+            path = path[:-3] + ".ipynb" if path.endswith(".py") else path + ".ipynb"
+        return path
+
     async def analyse(self, uri: str) -> None:
         """Analyse the document until the published diagnostics are for its current version.
 
@@ -292,85 +303,219 @@ class ReflintServer(LanguageServer):
         state.running = True
         try:
             while True:
-                doc = self.workspace.get_text_document(uri)
-                text, version = doc.source, doc.version
+                subject = self.subject(state)
+                if subject is None:
+                    return
+                version, text, nb = subject
                 if state.version == version and state.text == text:
                     return  # published already
-                path = document_path(uri)
+                path = self.path_of(state)
                 settings, excluded = self.settings_for(path)
-                if settings is None or excluded:
-                    diags = []
-                elif len(text) > settings.max_file_size or \
-                        len(text.encode("utf-8", "surrogatepass")) > settings.max_file_size:
-                    diags = [_not_checked(path, f"file too large (more than max-file-size, "
-                                                f"{settings.max_file_size:,} bytes)")]
-                else:
-                    try:
-                        diags = await self.pool.call(server_worker.lint_text, text, path,
-                                                     settings)
-                    except WorkerCrashed:
-                        diags = [_crash(path, "the analysis process crashed on this text")]
-                    except WorkerTimeout:
-                        diags = [_not_checked(path, f"the analysis took longer than "
-                                                    f"{self.pool.timeout:g} s (reflint server "
-                                                    f"--timeout); gave up")]
-                    except Exception as e:  # noqa: BLE001 - report, never crash the server
-                        log.exception("analysis failed")
-                        diags = [_crash(path, f"internal error: {type(e).__name__}: {e}")]
+                found = self.quick(state, text, settings) if path == state.path else None
+                if found is None:
+                    if settings is None or excluded:
+                        found = [], None
+                    elif len(text) > settings.max_file_size or \
+                            len(text.encode("utf-8", "surrogatepass")) > settings.max_file_size:
+                        found = [_not_checked(path, f"file too large (more than "
+                                                    f"max-file-size, "
+                                                    f"{settings.max_file_size:,} bytes)")], None
+                    elif state.ipynb and not hasattr(nb, "program"):
+                        found = ([_parse_error(path, str(nb))]
+                                 if settings.enabled(PARSE_ERROR) else []), None
+                    elif state.ipynb and not nb.program.strip():
+                        found = [], None
+                    else:
+                        found = await self.run_analysis(
+                            state, version, nb.program if state.ipynb else text, path,
+                            settings)
                 if self.docs.get(uri) is not state:
                     return  # closed meanwhile
-                current = self.workspace.get_text_document(uri)
-                if current.version != version or current.source != text:
+                now = self.subject(state)
+                if now is None:
+                    return
+                if now[0] != version or now[1] != text:
                     continue  # superseded while it ran: analyse the new text instead
-                state.version, state.text, state.path = version, text, path
-                state.diagnostics, state.settings = diags, settings
-                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                    uri=uri, version=version,
-                    diagnostics=[self.to_lsp(d, text, uri) for d in diags]))
+                self.publish(state, version, text, nb, path, settings, found)
                 return
         finally:
             state.running = False
 
+    async def run_analysis(self, state: DocState, version, text: str, path: str,
+                           settings) -> tuple:
+        """(diagnostics, line facts) from a worker. Past ``slow_after`` seconds the user is
+        told (a log message) and the analysis goes on; it ends with its findings, or a
+        REF900/REF904 if its worker crashed or ran past ``--max-analysis-time``."""
+        future = None
+        if state.early is not None:
+            early_version, early_text, early_future = state.early
+            state.early = None
+            if early_version == version and early_text == text:
+                future = early_future
+        if future is not None:
+            call = self.pool.call(server_worker.analyse_text, text, path, settings,
+                                  future=future)
+        else:  # the line facts come later (facts_later): not on the way to the findings
+            call = self._lint(text, path, settings)
+        task = asyncio.ensure_future(call)
+        try:
+            try:
+                return await asyncio.wait_for(asyncio.shield(task), self.slow_after)
+            except asyncio.TimeoutError:
+                self.say_slow(path)
+                return await task
+        except WorkerCrashed:
+            return [_crash(path, "the analysis process crashed on this text")], None
+        except WorkerTimeout:
+            return [_not_checked(path, f"the analysis took longer than "
+                                       f"{self.pool.timeout:g} s (reflint server "
+                                       f"--max-analysis-time); stopped")], None
+        except Exception as e:  # noqa: BLE001 - report, never crash the server
+            log.exception("analysis failed")
+            return [_crash(path, f"internal error: {type(e).__name__}: {e}")], None
+
+    async def _lint(self, text: str, path: str, settings) -> tuple:
+        return await self.pool.call(server_worker.lint_text, text, path, settings), None
+
+    def facts_later(self, state: DocState, text: str) -> None:
+        """Compute the line facts of the published ``text`` in a worker, for the next
+        keystroke's reuse check (until they arrive, an edit is analysed)."""
+        async def job():
+            try:
+                facts = await self.pool.call(server_reuse.line_facts, text)
+            except Exception:  # noqa: BLE001 - only an optimisation is lost
+                return
+            if state.text == text and state.facts is None:
+                state.facts = facts
+                hit = state.cache.get(text)
+                if hit is not None and hit[2] is None:
+                    state.cache[text] = (hit[0], hit[1], facts)
+
+        asyncio.get_running_loop().create_task(job())
+
+    def say_slow(self, path: str) -> None:
+        message = (f"reflint: the analysis of {os.path.basename(path)} takes longer than "
+                   f"{self.slow_after:g} s (reflint server --timeout); it goes on in the "
+                   f"background and its findings will be shown when it ends")
+        log.warning("%s", message)
+        try:
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Info,
+                                                           message=message))
+        except Exception:  # noqa: BLE001 - the stream may be gone
+            pass
+
+    def publish(self, state: DocState, version, text: str, nb, path: str, settings,
+                found: tuple) -> None:
+        raw, facts = found
+        same_text = state.text is not None and state.facts is not None and facts is not None \
+            and raw is state.raw and text.count("\n") == state.text.count("\n")
+        state.version, state.text, state.path, state.settings = version, text, path, settings
+        state.raw, state.facts = raw, facts
+        if settings is not None:
+            state.cache[text] = (settings, raw, facts)
+            state.cache.move_to_end(text)
+            while len(state.cache) > CACHED_TEXTS:
+                state.cache.popitem(last=False)
+        if state.ipynb:
+            self.publish_ipynb(state, version, text, nb, raw)
+            return
+        if facts is None and not state.ipynb and "\r" not in text and \
+                not any(d.code == PARSE_ERROR for d in raw):
+            self.facts_later(state, text)
+        if nb is None:
+            state.diagnostics = raw
+            if not (same_text and state.uri in state.lsp):  # a comment edit moves nothing
+                lines = split_lines(text)
+                state.lsp = {state.uri: [diagnostic_json(d, lines, state.uri, self.encoding)
+                                         for d in raw]}
+            self.send_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {
+                "uri": state.uri, "version": version, "diagnostics": state.lsp[state.uri]})
+            return
+        self.publish_cells(state, nb, raw)
+
+    def publish_ipynb(self, state: DocState, version, text: str, nb, raw: list) -> None:
+        """An .ipynb opened as JSON text: each finding at its place in the JSON (the cell's
+        source string), its message saying which cell and line."""
+        from dataclasses import replace
+
+        from . import notebook as nbmod
+
+        out = list(raw)  # an invalid notebook: its REF900 is on line 1
+        if hasattr(nb, "program"):
+            cells = server_reuse.JsonCells(text, nb)
+            out = []
+            for r, d in zip(raw, nbmod.map_diagnostics(nb, raw)):
+                line, col = cells.where(d.cell, d.line, d.column)
+                end_line, end_col = cells.where(d.cell, d.end_line or d.line,
+                                                d.end_column or d.column)
+                related = None
+                if d.related is not None:
+                    rc, rl = nbmod.to_cell(nb, r.related.line)
+                    rl, rcol = cells.where(rc, rl, r.related.column)
+                    related = replace(d.related, line=rl, column=rcol)
+                out.append(replace(d, line=line, column=col, end_line=end_line,
+                                   end_column=end_col, related=related, fix=None,
+                                   message=f"cell {d.cell}, line {d.line}: {d.message}"))
+        state.diagnostics, state.nb = out, nb if hasattr(nb, "program") else None
+        lines = split_lines(text)
+        state.lsp = {state.uri: [diagnostic_json(d, lines, state.uri, self.encoding)
+                                 for d in out]}
+        self.send_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {
+            "uri": state.uri, "version": version, "diagnostics": state.lsp[state.uri]})
+
+    def publish_cells(self, state: DocState, nb, raw: list) -> None:
+        """A notebook's findings, each on its cell's document at its line in the cell."""
+        from . import notebook as nbmod
+
+        mapped = nbmod.map_diagnostics(nb, raw)
+        state.diagnostics, state.nb = mapped, nb
+        per_cell: dict = {}
+        for r, d in zip(raw, mapped):
+            per_cell.setdefault(d.cell or 1, []).append((r, d))
+        old = set(state.lsp)
+        state.lsp = {}
+        state.cells = list(nb.cell_uris)
+        cell_lines = [split_lines(src) for src in nb.sources]
+        for number, (cell_uri, cell_version) in enumerate(nb.cell_uris, start=1):
+            self.cell_owner[cell_uri] = state.uri
+            published = []
+            for r, d in per_cell.get(number, []):
+                item = diagnostic_json(d, cell_lines[number - 1], cell_uri, self.encoding)
+                if r.related is not None:  # where the ref was made: perhaps another cell
+                    rc, rl = nbmod.to_cell(nb, r.related.line)
+                    where = item["relatedInformation"][0]["location"]
+                    where["uri"] = nb.cell_uris[rc - 1][0]
+                    where["range"] = range_json(cell_lines[rc - 1], rl, r.related.column, rl,
+                                                r.related.column, self.encoding)
+                published.append(item)
+            state.lsp[cell_uri] = published
+            self.send_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, {
+                "uri": cell_uri, "version": cell_version, "diagnostics": state.lsp[cell_uri]})
+        for gone in old - set(state.lsp):  # cells deleted since
+            self.cell_owner.pop(gone, None)
+            self.send_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+                           {"uri": gone, "diagnostics": []})
+
+    def close(self, uri: str) -> None:
+        state = self.docs.pop(uri, None)
+        if state is None:
+            return
+        if state.timer is not None:
+            state.timer.cancel()
+        for target in (state.lsp or {uri: None}):
+            self.cell_owner.pop(target, None)
+            self.send_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+                           {"uri": target, "diagnostics": []})
+
     # -- conversions ---------------------------------------------------------------------
 
-    def position(self, lines: list, line: int, column: int) -> types.Position:
-        """A reflint position (1-based line, 1-based column in code points) for the client
-        (0-based, in the negotiated position encoding: UTF-16 unless it said otherwise)."""
-        li = max(line - 1, 0)
-        ci = max(column - 1, 0)
-        if li >= len(lines):
-            return types.Position(line=len(lines), character=0)
-        codec = self.workspace.position_codec
-        return types.Position(line=li, character=codec.client_num_units(lines[li][:ci]))
-
     def range(self, lines: list, line, column, end_line, end_column) -> types.Range:
-        start = self.position(lines, line, column)
-        end = self.position(lines, end_line or line, end_column or column)
-        if (end.line, end.character) < (start.line, start.character):
-            end = start
-        return types.Range(start=start, end=end)
+        r = range_json(lines, line, column, end_line, end_column, self.encoding)
+        return types.Range(start=types.Position(**r["start"]), end=types.Position(**r["end"]))
 
     def to_lsp(self, d: Diagnostic, text: str, uri: str) -> types.Diagnostic:
-        lines = _LINE_SPLIT.split(text)
-        related = None
-        if d.related is not None:
-            related = [types.DiagnosticRelatedInformation(
-                location=types.Location(uri=uri, range=self.range(
-                    lines, d.related.line, d.related.column, d.related.line,
-                    d.related.column)),
-                message=d.related.message or "the ref was created here")]
-        href = doc_href(d.code)
-        return types.Diagnostic(
-            range=self.range(lines, d.line, d.column, d.end_line, d.end_column),
-            severity=(types.DiagnosticSeverity.Error if d.code == PARSE_ERROR
-                      else types.DiagnosticSeverity.Warning),
-            code=d.code,
-            code_description=types.CodeDescription(href=href) if href else None,
-            source="reflint",
-            message=d.message,
-            related_information=related,
-            data={"name": d.name, "fix": d.fix.applicability if d.fix else None},
-        )
+        return self.protocol._converter.structure(
+            diagnostic_json(d, split_lines(text), uri, self.encoding), types.Diagnostic)
 
     def text_edit(self, lines, e) -> types.TextEdit:
         return types.TextEdit(range=self.range(lines, e.line, e.column, e.end_line,
@@ -388,9 +533,10 @@ class ReflintServer(LanguageServer):
         return types.WorkspaceEdit(changes={uri: edits})
 
     def current(self, uri: str) -> Optional[DocState]:
-        """The document's state if its diagnostics are for the text the client has now."""
+        """The text document's state if its diagnostics are for the text the client has now
+        (None for a notebook's cells: they get diagnostics and hover, not code actions)."""
         state = self.docs.get(uri)
-        if state is None or state.text is None:
+        if state is None or state.text is None or state.notebook or state.ipynb:
             return None
         doc = self.workspace.get_text_document(uri)
         if doc.version != state.version or doc.source != state.text:
@@ -398,9 +544,32 @@ class ReflintServer(LanguageServer):
         return state
 
     def findings_at(self, state: DocState, rng: types.Range) -> list:
-        lines = _LINE_SPLIT.split(state.text)
+        lines = split_lines(state.text)
         out = []
         for d in state.diagnostics:
+            r = self.range(lines, d.line, d.column, d.end_line, d.end_column)
+            if (r.start.line, r.start.character) <= (rng.end.line, rng.end.character) and \
+                    (rng.start.line, rng.start.character) <= (r.end.line, r.end.character):
+                out.append(d)
+        return out
+
+    def cell_findings_at(self, cell_uri: str, rng: types.Range) -> list:
+        """A notebook cell's findings at ``rng`` (hover), if they are for its text now."""
+        state = self.docs.get(self.cell_owner.get(cell_uri, ""))
+        if state is None or state.nb is None:
+            return []
+        uris = [u for u, _ in state.nb.cell_uris]
+        if cell_uri not in uris:
+            return []
+        number = uris.index(cell_uri) + 1
+        source = state.nb.sources[number - 1]
+        if self.workspace.get_text_document(cell_uri).source != source:
+            return []
+        lines = split_lines(source)
+        out = []
+        for d in state.diagnostics:
+            if (d.cell or 1) != number:
+                continue
             r = self.range(lines, d.line, d.column, d.end_line, d.end_column)
             if (r.start.line, r.start.character) <= (rng.end.line, rng.end.character) and \
                     (rng.start.line, rng.start.character) <= (r.end.line, r.end.character):
@@ -414,41 +583,15 @@ def _not_checked(path: str, reason: str) -> Diagnostic:
     return not_checked(path, reason)
 
 
+def _parse_error(path: str, message: str) -> Diagnostic:
+    from .engine import parse_error
+
+    return parse_error(path, message)
+
+
 def _crash(path: str, message: str) -> Diagnostic:
     return Diagnostic(path=path, line=1, column=1, code=PARSE_ERROR, name=CODES[PARSE_ERROR],
                       message=message, end_line=1, end_column=1)
-
-
-def document_path(uri: str) -> str:
-    """The file system path of a document (a name relative to the workspace for an unsaved
-    buffer such as ``untitled:Untitled-1``)."""
-    path = to_fs_path(uri) if uri.startswith("file:") else None
-    if path:
-        return path
-    name = uri.rsplit("/", 1)[-1].rsplit(":", 1)[-1] or "untitled"
-    return name if name.endswith((".py", ".pyi")) else name + ".py"
-
-
-_HREFS: dict = {}
-
-
-def doc_href(code: str) -> Optional[str]:
-    """The rule's documentation page: its web location (reflint.docs.doc_url: RULES_URL or
-    ``REFLINT_DOCS_URL``); with links turned off (``REFLINT_DOCS_URL=""``) the page in the
-    ``docs/rules/`` folder next to the installed package (a checkout or an editable install)
-    as a ``file://`` URL; None when there is neither (hover still shows the text)."""
-    if code not in _HREFS:
-        from .docs import doc_url
-
-        href = doc_url(code)
-        if href is None:
-            here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-            page = os.path.join(here, "docs", "rules", f"{code}.md")
-            if not os.path.exists(page):
-                page = os.path.join(here, "docs", "rules", "README.md")
-            href = from_fs_path(page) if os.path.exists(page) else None
-        _HREFS[code] = href
-    return _HREFS[code]
 
 
 def rule_markdown(code: str) -> Optional[str]:
@@ -462,6 +605,12 @@ def rule_markdown(code: str) -> Optional[str]:
     if code in META_DOCS:
         return render_meta(code)
     return None
+
+
+def noqa_comments(text: str) -> list:
+    from .engine import noqa_comments as comments
+
+    return comments(text)
 
 
 def noqa_edit(text: str, d: Diagnostic) -> Optional[tuple]:
@@ -565,56 +714,6 @@ def _offset_to_position(text: str, offset: int) -> tuple:
     return line, offset - start + 1
 
 
-# One message may not be larger than this: a Content-Length above it ends the session (a
-# larger one is a corrupt header, and reading it would hold the whole stream).
-MAX_MESSAGE_BYTES = 256 * 1024 * 1024
-_CONTENT_LENGTH = re.compile(rb"Content-Length:[ \t]*(\d+)[ \t]*\r?\n\Z", re.I)
-
-
-async def read_messages(server: "ReflintServer", reader) -> None:
-    """Read LSP messages until the stream ends. Unlike pygls's loop, a header is recognised at
-    the end of any line, so after a message whose Content-Length was too small (its tail is
-    read as a header line) or too large (it swallowed the next ones) the next header found
-    resynchronises the stream; a body that is not JSON is skipped with a message to the user;
-    a Content-Length beyond ``MAX_MESSAGE_BYTES`` ends the session with a message."""
-    import json
-
-    length = 0
-    while not server._stop_event.is_set():
-        line = await reader.readline()
-        if not line:
-            break
-        m = _CONTENT_LENGTH.search(line)
-        if m:
-            length = int(m.group(1))
-            if length > MAX_MESSAGE_BYTES:
-                server.framing_error(f"a message from the editor declares {length:,} bytes "
-                                     f"(more than {MAX_MESSAGE_BYTES:,}): the stream is "
-                                     f"corrupt; the server stops")
-                break
-            continue
-        if not length or line.strip():
-            continue  # another header, or noise between messages
-        body = await reader.readexactly(length)
-        length = 0
-        if not body:
-            break
-        try:
-            message = json.loads(body, object_hook=server.protocol.structure_message)
-        except Exception:  # noqa: BLE001 - a framing error: skip it, resynchronise
-            server.framing_error("a message from the editor was malformed (its Content-Length "
-                                 "does not match its body?); it was skipped")
-            continue
-        try:
-            server.protocol.handle_message(message)
-        except Exception as exc:  # noqa: BLE001 - as pygls: report and go on
-            log.exception("unable to handle a message")
-            from pygls.exceptions import JsonRpcException
-
-            server.report_server_error(exc, JsonRpcException)
-        _forget_finished(server.protocol)
-
-
 def _forget_finished(protocol) -> None:
     """pygls (2.0) keeps the future of every notification handled by a generator handler
     (didOpen, didClose, ...) in ``_request_futures`` under a random id that no response ever
@@ -627,14 +726,112 @@ def _forget_finished(protocol) -> None:
             del futures[key]
 
 
-def create_server(workers: int = DEFAULT_WORKERS, debounce: float = DEFAULT_DEBOUNCE,
-                  timeout: float = DEFAULT_TIMEOUT, processes: bool = True) -> ReflintServer:
-    server = ReflintServer(workers, debounce, timeout, processes)
+def serve(args, pool: Workers, front, reader, backlog) -> int:
+    """The server phase of ``reflint server`` (reflint.server_front.main has read the first
+    messages; ``backlog`` holds those it has not taken yet)."""
+    server = create_server(pool, args.debounce, args.timeout)
+    from pygls.io_ import StdoutWriter
 
-    def is_python(uri: str, language_id: Optional[str] = None) -> bool:
-        if language_id is not None:
-            return language_id == "python"
-        return uri.endswith((".py", ".pyi"))
+    server._stop_event = __import__("threading").Event()
+    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    rc = 0
+    try:
+        asyncio.run(_session(server, front, reader, backlog))
+    except BrokenPipeError:
+        log.error("the connection to the editor is lost; shutting down")
+    except KeyboardInterrupt:
+        pass
+    except SystemExit as e:  # `exit`: 0 after `shutdown`, else 1 (pygls, as LSP says)
+        rc = e.code if isinstance(e.code, int) else 0
+    finally:
+        server.shutdown()
+        pool.close()
+    return rc
+
+
+async def _session(server: ReflintServer, front, reader, backlog) -> None:
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue = asyncio.Queue()
+
+    def sink(event):
+        loop.call_soon_threadsafe(events.put_nowait, event)
+
+    server.protocol.answered.update(front.suppress)
+    for event in front.pending:
+        if not _handle(server, event):
+            return
+        if front.early or front.published:
+            _take_early(server, front)
+    _take_early(server, front)
+    server.pool.grow()  # the other workers (the start-up phase started one)
+    reader.redirect(sink, backlog)
+    while not server._stop_event.is_set():
+        event = await events.get()
+        if event[0] in ("result", "ready"):
+            continue  # an early analysis the server phase took over
+        if not _handle(server, event):
+            break
+
+
+def _take_early(server: ReflintServer, front) -> None:
+    """Hand the start-up phase's analyses to the documents' states: a published one is not
+    analysed again, one still running is awaited instead of started again."""
+    server.encoding = front.encoding
+    for uri, (version, text, path, settings, found) in list(front.published.items()):
+        state = server.docs.get(uri)
+        if state is not None and state.text is None:
+            del front.published[uri]
+            state.version, state.text, state.path, state.settings = version, text, path, settings
+            state.raw, state.facts = found
+            state.diagnostics = found[0]
+            state.lsp = {uri: [diagnostic_json(d, split_lines(text), uri, front.encoding)
+                               for d in found[0]]}
+    for uri, (version, text, path, settings, future) in list(front.early.items()):
+        state = server.docs.get(uri)
+        if state is not None and state.text is None:
+            del front.early[uri]
+            state.early = (version, text, future)
+
+
+def _handle(server: ReflintServer, event) -> bool:
+    """Handle one event of the message stream; False when the session ends."""
+    import json
+
+    kind, payload = event
+    if kind == "eof":
+        return False
+    if kind == "fatal":
+        server.framing_error(payload)
+        return False
+    if kind != "message":
+        return True
+    try:
+        message = json.loads(payload, object_hook=server.protocol.structure_message)
+    except Exception:  # noqa: BLE001 - a framing error: skip it, resynchronise
+        server.framing_error("a message from the editor was malformed (its Content-Length "
+                             "does not match its body?); it was skipped")
+        return True
+    try:
+        server.protocol.handle_message(message)
+    except Exception as exc:  # noqa: BLE001 - as pygls: report and go on
+        log.exception("unable to handle a message")
+        from pygls.exceptions import JsonRpcException
+
+        server.report_server_error(exc, JsonRpcException)
+    _forget_finished(server.protocol)
+    return True
+
+
+def create_server(workers=DEFAULT_WORKERS, debounce: float = DEFAULT_DEBOUNCE,
+                  timeout: float = DEFAULT_TIMEOUT, processes: bool = True,
+                  max_analysis_time: Optional[float] = None) -> ReflintServer:
+    """The server; ``workers``: their number, or a started Workers pool."""
+    server = ReflintServer(workers, debounce, timeout, processes, max_analysis_time)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: ReflintServer, params) -> None:
+        encoding = ls.workspace.position_encoding
+        ls.encoding = getattr(encoding, "value", encoding) or "utf-16"
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: ReflintServer, params) -> None:
@@ -643,15 +840,34 @@ def create_server(workers: int = DEFAULT_WORKERS, debounce: float = DEFAULT_DEBO
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: ReflintServer, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
-        if not is_python(doc.uri, doc.language_id):
+        ipynb = doc.uri.lower().endswith(".ipynb")
+        if not ipynb and not is_python(doc.uri, doc.language_id):
             return
-        ls.docs[doc.uri] = DocState(doc.uri)
+        ls.docs[doc.uri] = DocState(doc.uri, ipynb=ipynb)
         ls.schedule(doc.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: ReflintServer, params: types.DidChangeTextDocumentParams) -> None:
-        if params.text_document.uri in ls.docs:
-            ls.schedule(params.text_document.uri, ls.debounce)
+        uri = params.text_document.uri
+        if uri in ls.docs and not ls.try_quick(uri):
+            ls.schedule(uri, ls.debounce)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_open(ls: ReflintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        ls.docs[uri] = DocState(uri, notebook=True)
+        ls.schedule(uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_change(ls: ReflintServer,
+                        params: types.DidChangeNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        if uri in ls.docs:
+            ls.schedule(uri, ls.debounce)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_close(ls: ReflintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.close(params.notebook_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: ReflintServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -668,21 +884,19 @@ def create_server(workers: int = DEFAULT_WORKERS, debounce: float = DEFAULT_DEBO
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: ReflintServer, params: types.DidCloseTextDocumentParams) -> None:
-        state = ls.docs.pop(params.text_document.uri, None)
-        if state is not None:
-            if state.timer is not None:
-                state.timer.cancel()
-            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=params.text_document.uri, diagnostics=[]))
+        ls.close(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: ReflintServer, params: types.HoverParams) -> Optional[types.Hover]:
-        state = ls.current(params.text_document.uri)
-        if state is None:
-            return None
+        uri = params.text_document.uri
         at = types.Range(start=params.position, end=params.position)
+        state = ls.current(uri)
+        if state is not None:
+            found = ls.findings_at(state, at)
+        else:
+            found = ls.cell_findings_at(uri, at) if uri in ls.cell_owner else []
         parts = []
-        for d in ls.findings_at(state, at):
+        for d in found:
             doc = rule_markdown(d.code)
             head = f"**{d.code}** `{d.name}`: {d.message}"
             parts.append(head + (f"\n\n---\n\n{doc}" if doc else ""))
@@ -780,40 +994,10 @@ def create_server(workers: int = DEFAULT_WORKERS, debounce: float = DEFAULT_DEBO
     return server
 
 
+
+
 def main(argv: Optional[list] = None) -> int:
-    import argparse
+    """``reflint server`` (reflint.server_front.main: the start-up phase, then ``serve``)."""
+    from .server_front import main as front_main
 
-    p = argparse.ArgumentParser(prog="reflint server", description="Language server on "
-                                "stdio: diagnostics, quick fixes and hover for JAX refs.")
-    p.add_argument("--workers", type=int, default=DEFAULT_WORKERS,
-                   help=f"analysis processes (default {DEFAULT_WORKERS})")
-    p.add_argument("--debounce", type=float, default=DEFAULT_DEBOUNCE,
-                   help=f"seconds after the last edit before analysing "
-                        f"(default {DEFAULT_DEBOUNCE})")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
-                   help=f"seconds one analysis may take (default {DEFAULT_TIMEOUT:g})")
-    p.add_argument("--threads", action="store_true",
-                   help="analyse in threads of the server process instead of worker "
-                        "processes (no protection against a crashing parser)")
-    args = p.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    if args.timeout <= 0:
-        p.error("--timeout must be positive")
-    server = create_server(args.workers, args.debounce, args.timeout, not args.threads)
-    import signal
-
-    def terminate(signum, frame):  # SIGTERM/SIGHUP: no worker outlives the server
-        server.pool.close()
-        os._exit(0)
-
-    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if sig is not None:
-            try:
-                signal.signal(sig, terminate)
-            except (ValueError, OSError):  # not the main thread
-                pass
-    try:
-        server.start_io()
-    finally:
-        server.pool.close()
-    return 0
+    return front_main(argv)

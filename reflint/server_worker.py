@@ -1,7 +1,9 @@
 """What ``reflint server`` runs in its worker processes: the same calls as ``reflint check``.
 
-Kept apart from reflint.server so that a worker imports neither pygls nor the protocol types:
-only the engine, which imports libcst and the analysis when a document first needs them.
+Kept apart from reflint.server so that a worker imports neither pygls nor the protocol types,
+and light itself (the engine is imported by the first call, not by this module): the server
+process imports it at launch, before it has imported anything heavy, to name the functions
+its workers run.
 """
 
 from __future__ import annotations
@@ -9,13 +11,12 @@ from __future__ import annotations
 import gc
 from typing import Optional
 
-from .engine import fix_source, lint_source, parse_error
-from .settings import Settings
 
-
-def lint_text(text: str, path: str, settings: Settings) -> list:
+def lint_text(text: str, path: str, settings) -> list:
     """The diagnostics of ``text`` as ``reflint check`` reports them for a file ``path``
     with these bytes (``reflint.cli._lint_task``: a failure is a REF900, not an exception)."""
+    from .engine import lint_source, parse_error
+
     enabled = gc.isenabled()
     gc.disable()  # as in the CLI: a syntax tree is many young objects without cycles
     try:
@@ -29,8 +30,26 @@ def lint_text(text: str, path: str, settings: Settings) -> list:
             gc.collect(0)
 
 
-def fix_text(text: str, path: str, settings: Settings) -> tuple:
+def analyse_text(text: str, path: str, settings) -> tuple:
+    """(``lint_text``'s diagnostics, the text's line facts for reusing them after an edit
+    that only changes a comment: reflint.server_reuse.line_facts)."""
+    from .server_reuse import line_facts
+
+    return lint_text(text, path, settings), line_facts(text)
+
+
+def analyse_notebook(program: str, path: str, settings) -> tuple:
+    """``analyse_text`` of a notebook's joined cells (reflint.notebook): the diagnostics are
+    on the program's lines; the server maps them to the cells."""
+    if not program.strip():
+        return [], None
+    return analyse_text(program, path, settings)
+
+
+def fix_text(text: str, path: str, settings) -> tuple:
     """``reflint check --fix`` on ``text``: (fixed text or None, number of fixes, error)."""
+    from .engine import fix_source
+
     try:
         outcome = fix_source(text, path, settings)
     except Exception as e:  # noqa: BLE001
@@ -43,6 +62,8 @@ def fix_text(text: str, path: str, settings: Settings) -> tuple:
 def warm_up() -> Optional[str]:
     """Import libcst and the analysis now (a worker's first document is then as fast as the
     next ones): lint a tiny program with a finding."""
+    from .settings import Settings
+
     lint_text("import jax\n\ndef f(x):\n    r = jax.new_ref(x)\n    return r\n", "warm.py",
               Settings())
     return None
@@ -63,4 +84,3 @@ def watch_parent(server_pid: int) -> None:
                 os._exit(0)
 
     threading.Thread(target=watch, name="reflint-watch-parent", daemon=True).start()
-

@@ -405,3 +405,50 @@ async def test_unsafe_fix_is_marked_and_not_preferred(client, tmp_path):
     whole = types.Range(start=types.Position(line=0, character=0),
                         end=types.Position(line=11, character=0))
     assert await _actions(client, uri, whole, only=["source.fixAll"]) == []
+
+
+async def test_keystrokes_in_comments_and_code_get_reflint_checks_findings(client, tmp_path):
+    """Typing, one incremental change per character: in a new comment (answered without
+    analysing once the line facts are known, reflint.server_reuse), then a noqa comment and
+    code (analysed). Every version's diagnostics are reflint check's on its text."""
+    from reflint.engine import lint_source
+    from reflint.settings import Settings
+
+    path = tmp_path / "k.py"
+    uri = _uri(tmp_path, "k.py", BUGGY)
+    open_doc(client, uri, BUGGY)
+    await published(client, uri, 1)
+    await asyncio.sleep(0.5)  # the line facts arrive from a worker
+    text, version = BUGGY, 1
+
+    def typed(line: int, col: int, s: str):
+        nonlocal text, version
+        version += 1
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(start=types.Position(line=line, character=col),
+                                  end=types.Position(line=line, character=col)),
+                text=s)]))
+        lines = text.split("\n")
+        lines[line] = lines[line][:col] + s + lines[line][col:]
+        text = "\n".join(lines)
+        return version
+
+    async def same():
+        got = await published(client, uri, version)
+        want = lint_source(text, str(path), Settings()).diagnostics
+        assert sorted((d.range.start.line + 1, d.range.start.character + 1, d.code, d.message)
+                      for d in got) == sorted((d.line, d.column, d.code, d.message)
+                                              for d in want), text
+        return got
+
+    for i, ch in enumerate("# a note"):
+        typed(3, i, ch)
+        assert [d.code for d in await same()] == ["REF007"]
+    for i, ch in enumerate("  # noqa: REF007"):
+        typed(6, len("    return jnp.sum(r)") + i, ch)
+        await same()
+    assert await same() == []
+    typed(5, len("    r = jax.new_ref(x)"), "; y = jnp.cos(r)")
+    assert [d.code for d in await same()] == ["REF007"]

@@ -94,11 +94,40 @@ def test_max_file_size_applies_to_documents(client, tmp_path):
     assert d["code"] == "REF904" and "too large" in d["message"]
 
 
-def test_the_time_limit_is_configurable(client, tmp_path):
+def _server_phase(c, tmp_path) -> None:
+    """Wait until the server has left its start-up phase (reflint.server_front), where
+    documents are analysed without time limits: a hover is answered only after it."""
+    rid = c.request("textDocument/hover", {"textDocument": {"uri": f"file://{tmp_path}/none.py"},
+                                           "position": {"line": 0, "character": 0}})
+    assert c.wait_for(lambda m: m.get("id") == rid, 120) is not None
+
+
+def test_a_slow_analysis_goes_on_in_the_background(client, tmp_path):
+    """Past --timeout the user is told, and the findings come when the analysis ends (issue
+    29: not a REF904 "gave up")."""
+    from reflint.engine import lint_source
+    from reflint.settings import Settings
+
     c = client("--timeout", "0.001")
+    _server_phase(c, tmp_path)
+    text = BAD * 50
+    uri = _open(c, tmp_path / "a.py", text)
+    note = c.wait_for(lambda m: m.get("method") == "window/logMessage", 60)
+    assert "goes on in the background" in note["params"]["message"]
+    assert "--timeout" in note["params"]["message"]
+    got = _diagnostics(c, uri, 120)
+    want = lint_source(text, str(tmp_path / "a.py"), Settings()).diagnostics
+    assert len(want) == 50
+    assert sorted((d["range"]["start"]["line"] + 1, d["code"]) for d in got) == \
+        sorted((d.line, d.code) for d in want)
+
+
+def test_the_hard_time_limit_is_configurable(client, tmp_path):
+    c = client("--max-analysis-time", "0.001")
+    _server_phase(c, tmp_path)
     uri = _open(c, tmp_path / "a.py", BAD * 50)
     (d,) = _diagnostics(c, uri)
-    assert d["code"] == "REF904" and "--timeout" in d["message"]
+    assert d["code"] == "REF904" and "--max-analysis-time" in d["message"]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
