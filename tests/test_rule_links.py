@@ -94,7 +94,7 @@ def test_reflint_rules_json_has_the_urls(capsys):
 
 def test_server_code_description_is_the_web_page(monkeypatch):
     pytest.importorskip("pygls")
-    from reflint import server
+    from reflint import server_front as server
 
     monkeypatch.setattr(server, "_HREFS", {})
     assert server.doc_href("REF007") == docs.doc_url("REF007")
