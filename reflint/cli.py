@@ -18,7 +18,8 @@ from typing import Optional
 from . import __version__, isolate
 from .codes import CODES, META_CODES
 from .config import ConfigError, Resolver, overrides_from_args, show_settings
-from .engine import FileResult, lint_bytes
+from .diagnostics import LazyFix
+from .engine import FileResult, attach_fix_source, lint_bytes
 from .engine import decode, is_candidate, is_skipped_file, lint_non_candidate, lint_source
 from .engine import INTERNAL_ERROR, internal_error, not_checked
 from .output import (format_concise, format_github, format_gitlab, format_json, format_junit,
@@ -260,11 +261,17 @@ def _internal_error(path: str, e: BaseException):
 PARALLEL_MIN_CHARS = 64_000
 
 _WORKER_SETTINGS: Optional[Settings] = None
+# Whether the output reads the fixes' edits (json, --show-fixes): when not, a fix is a
+# LazyFix (reflint.diagnostics) and a file with findings is never parsed by libcst.
+_LAZY_FIXES = False
 
 
-def _init_worker(settings: Settings, project=None, limit: bool = False) -> None:
-    global _WORKER_SETTINGS
+def _init_worker(settings: Settings, project=None, limit: bool = False,
+                 lazy_fixes: Optional[bool] = None) -> None:
+    global _WORKER_SETTINGS, _LAZY_FIXES
     _WORKER_SETTINGS = settings
+    if lazy_fixes is not None:
+        _LAZY_FIXES = lazy_fixes
     if project is not None:  # a spawned worker does not inherit the parent's
         from . import project as _project
 
@@ -304,7 +311,7 @@ def _lint_task(task) -> tuple:
         if not is_candidate(source, settings) and not _project_forces(path):
             res = lint_non_candidate(source, path, settings.for_path(path))
             return index, res.diagnostics, True, "skipped"
-        res = lint_source(source, path, settings, regex_done=True)
+        res = lint_source(source, path, settings, regex_done=True, lazy_fixes=_LAZY_FIXES)
         return index, res.diagnostics, True, "gated" if res.skipped else "analysed"
     except MemoryError:  # over the per-file memory limit (isolate): not checked
         from .isolate import out_of_memory
@@ -422,7 +429,7 @@ def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
 
     pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(batches))),
                                mp_context=_pool_context(), initializer=_init_worker,
-                               initargs=(settings, _active_project(), True))
+                               initargs=(settings, _active_project(), True, _LAZY_FIXES))
     try:
         futures = [pool.submit(_lint_batch, b) for b in batches]
         for fut in as_completed(futures):
@@ -482,6 +489,8 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
             key = cache.key(path, data, settings, _project_digest(path))
             diags = cache.get(key, path)
             if diags is not None:
+                if any(isinstance(d.fix, LazyFix) for d in diags):
+                    _lazy_from_cache(diags, data, path, settings)
                 results[i] = FileResult(path, diags)
                 cached += 1
                 continue
@@ -510,6 +519,19 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
               f"{info['gated']} ruled out by its ast stage, {cached} from the cache, "
               f"{info['analysed']} analysed", file=sys.stderr)
     return results
+
+
+def _lazy_from_cache(diags: list, data: bytes, path: str, settings: Settings) -> None:
+    """Cached LazyFixes get their file back (and their edits now, when the output reads
+    them)."""
+    try:
+        attach_fix_source(diags, decode(data), path, settings)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return
+    if not _LAZY_FIXES:
+        for d in diags:
+            if isinstance(d.fix, LazyFix):
+                d.fix.edits  # noqa: B018 - built here, while the project is active
 
 
 def _cache_from(args):
@@ -756,6 +778,8 @@ def _cmd_check(args) -> int:
     jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    global _LAZY_FIXES
+    _LAZY_FIXES = args.format != "json" and not getattr(args, "show_fixes", False)
     _start_project(args, [f for f, _ in pairs], jobs)
     results = _check_grouped(pairs, jobs, cache=_cache_from(args))
     results += [FileResult(p, [not_checked(p, why)]) for p, _, why in problems]

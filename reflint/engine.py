@@ -16,7 +16,7 @@ from typing import Optional
 from . import limits
 from ._lazy import lazy
 from .codes import CODES, META_CODES
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, LazyFix
 from .rule import all_rules
 from .settings import Settings
 
@@ -411,10 +411,17 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
 
 
 def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool = True,
-                regex_done: bool = False, tree: Optional[ast.Module] = None) -> FileResult:
+                regex_done: bool = False, tree: Optional[ast.Module] = None,
+                lazy_fixes: bool = False) -> FileResult:
     """Lint one file. ``use_prefilter=False`` analyses it on libcst's own tree whatever the
     pre-filter says (tests compare both); ``regex_done`` says the textual stage already kept
     it; ``tree`` is the stdlib ``ast`` of ``source`` if the caller has it (flake8 does).
+
+    The findings come from one analysis, of the tree built from the stdlib ``ast``
+    (reflint.fasttree). libcst parses the file only for what needs its tree: the fixes'
+    edits, and files the fast tree does not cover. ``lazy_fixes``: a fix is a LazyFix, whose
+    edits are built (libcst's parse, once for the file) when first read; else they are built
+    now, and the findings of a file with a fix come from libcst's tree.
 
     Runs on a large-stack thread for big sources (``limits.call_deep``): deep-but-valid code is
     analysed, and what is deeper still is a ``RecursionError`` for this file, never a crash."""
@@ -422,11 +429,12 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
     if is_skipped_file(source):
         return FileResult(path, [], source, skipped=True)
     return limits.call_deep(_lint_source, source, path, settings, use_prefilter, regex_done,
-                            tree, size=len(source))
+                            tree, lazy_fixes, size=len(source))
 
 
 def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool,
-                 regex_done: bool, tree: Optional[ast.Module]) -> FileResult:
+                 regex_done: bool, tree: Optional[ast.Module],
+                 lazy_fixes: bool = False) -> FileResult:
     verdict = None
     fast: dict = {}
     # A module another module's summary gives facts (a kernel launched elsewhere) may have no
@@ -450,10 +458,11 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
             # The stdlib parser accepted the file, so there is no REF900 to report.
             return FileResult(path, _noqa_only(source, path, settings), source,
                               skipped=True)
-        if _clean_on_fast_tree(source, tree, path, settings, verdict, fast):
-            return FileResult(path, _noqa_only(source, path, settings), source)
-        # A finding (or a file the fast tree does not cover): libcst's own tree, below, gives
-        # the findings their exact positions, messages and fixes.
+        done = _lint_fast(source, tree, path, settings, verdict, fast, lazy_fixes)
+        if done is not None:
+            return done
+        # A file the fast tree does not cover (or a fix to build now): libcst's own tree,
+        # below, gives the findings, their positions, messages and fixes.
     if tree is not None and fast.get("depth", 0) > LIBCST_MAX_DEPTH:
         # libcst's parse would take time quadratic in the nesting: findings come from the
         # fast tree instead.
@@ -503,24 +512,94 @@ def _lint_on_fast_tree(source: str, tree: ast.Module, path: str, settings: Setti
     return FileResult(path, apply_noqa(diags, source, settings, path), source)
 
 
-def _clean_on_fast_tree(source: str, tree: ast.Module, path: str, settings: Settings,
-                        verdict: "Optional[gate.Verdict]" = None,
-                        record: Optional[dict] = None) -> bool:
-    """True if no rule reports anything on the libcst tree built from ``tree``
-    (reflint.fasttree); False if one does, or if that tree cannot be built or analysed.
-    ``record`` receives the tree's nesting depth and positions (``fasttree.convert``) and,
-    when a rule reported, the tree itself (``"module"``)."""
+def _lint_fast(source: str, tree: ast.Module, path: str, settings: Settings,
+               verdict: "Optional[gate.Verdict]", record: dict,
+               lazy_fixes: bool) -> Optional[FileResult]:
+    """The file's result from one analysis of the tree built from ``tree``
+    (reflint.fasttree), with ``ast`` positions and the source's text in messages; None when
+    libcst's own tree must decide: the fast tree cannot be built or analysed, a position the
+    rules asked for is not exact there (a node with no ``ast`` node of its own, or inside an
+    f-string), libcst drops the file's form feeds, or a fix's edits are wanted now."""
     try:
         module = fasttree.convert(source, tree, record)
-        found = check_module(module, path, settings, source, verdict, first_only=True,
-                             positions=(record or {}).get("positions") or _NO_POSITIONS)
-        if found and record is not None:
-            record["module"] = module
-        return not found
+        exact = _ExactPositions(record["positions"].exact())
+        diags = check_module(module, path, settings, source, verdict, positions=exact)
     except Exception:  # noqa: BLE001 - libcst's own parse decides then
-        if record is not None:
-            record.clear()
-        return False
+        record.clear()
+        return None
+    if not diags:
+        return FileResult(path, _noqa_only(source, path, settings), source)
+    if record.get("depth", 0) > LIBCST_MAX_DEPTH:
+        record["module"] = module
+        return _lint_on_fast_tree(source, tree, path, settings, verdict, record)
+    if exact.missed or "\f" in source:
+        record["module"] = module
+        return None
+    if any(d.fix is not None for d in diags):
+        if not lazy_fixes:
+            record["module"] = module
+            return None
+        fixes = FixSource(source, path, settings)
+        diags = [d if d.fix is None else
+                 replace(d, fix=LazyFix(d.fix.message, d.fix.applicability, fixes,
+                                        (d.line, d.column, d.code)))
+                 for d in diags]
+    return FileResult(path, apply_noqa(diags, source, settings, path), source)
+
+
+class _ExactPositions:
+    """The fast tree's positions, noting whether one asked for was not known exactly."""
+
+    def __init__(self, positions):
+        self._positions = positions
+        self.missed = False
+
+    def get(self, node):
+        rng = self._positions.get(node)
+        if rng is None:
+            self.missed = True
+        return rng
+
+    def text(self, node):
+        text = self._positions.text(node)
+        if text is None:
+            self.missed = True
+        return text
+
+
+class FixSource:
+    """A file whose findings carry LazyFixes: libcst parses it, and the analysis of that tree
+    gives the fixes, once, when the first fix's edits are read (pickled with the fixes: a
+    worker's result is built in the process that reads it)."""
+
+    def __init__(self, source: str, path: str, settings: Settings):
+        self.source = source
+        self.path = path
+        self.settings = settings
+        self._fixes: Optional[dict] = None
+
+    def __getstate__(self):
+        return (self.source, self.path, self.settings, self._fixes)
+
+    def __setstate__(self, state):
+        self.source, self.path, self.settings, self._fixes = state
+
+    def fix_for(self, key: tuple):
+        if self._fixes is None:
+            res = lint_source(self.source, self.path, self.settings, use_prefilter=False)
+            self._fixes = {(d.line, d.column, d.code): d.fix for d in res.diagnostics
+                           if d.fix is not None}
+        return self._fixes.get(tuple(key))
+
+
+def attach_fix_source(diags: list, source: str, path: str, settings: Settings) -> None:
+    """Give the LazyFixes of ``diags`` read from the cache (built by no tree yet) their file."""
+    fixes = None
+    for d in diags:
+        if isinstance(d.fix, LazyFix) and d.fix.source is None:
+            if fixes is None:
+                fixes = FixSource(source, path, settings.for_path(path))
+            d.fix.source = fixes
 
 
 class _NoPositions:
@@ -623,6 +702,9 @@ def check_module(module: cst.Module, path: str, settings: Settings,
                     continue
                 seen.add(k)
                 out.append(d)
+        if getattr(analysis, "layout_fix_undecided", False) and \
+                isinstance(positions, _ExactPositions):
+            positions.missed = True  # a fix only libcst's tree can decide
     finally:
         analysis.release()
     out.sort()

@@ -476,7 +476,7 @@ class StatementsMixin:
         if isinstance(dv, Choice):
             # `@transform` with `transform = {"jit": jax.jit, "vmap": jax.vmap}[name]`.
             return _one_of(_tag_via(self._apply_decorator(v, fv, node, state), fv, node, v,
-                                    self.module)
+                                    self.text_of)
                            for _, v in dv.alts)
         if isinstance(dv, OneOf):
             return _one_of(self._apply_decorator(v, fv, node, state) for v in dv.alts)
