@@ -63,6 +63,9 @@ class FileResult:
     diagnostics: list
     source: Optional[str] = None  # decoded text (None if undecodable)
     skipped: bool = False  # pre-filter said no rule can fire
+    # Which stage decided: "skipped" (the textual pre-filter, a skip-file line, undecodable
+    # bytes), "gated" (the pre-filter's ast stage, reflint.gate) or "analysed".
+    stage: str = "analysed"
 
 
 def decode(data: bytes) -> str:
@@ -401,13 +404,15 @@ def decode_error_message(e: BaseException) -> str:
     return f"cannot decode file: {e}"
 
 
-def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
+def lint_bytes(data: bytes, path: str, settings: Settings,
+               lazy_fixes: bool = False) -> FileResult:
     try:
         source = decode(data)
     except (SyntaxError, UnicodeDecodeError, LookupError) as e:
         msg = decode_error_message(e)
-        return FileResult(path, [parse_error(path, msg)] if settings.enabled(PARSE_ERROR) else [])
-    return lint_source(source, path, settings)
+        return FileResult(path, [parse_error(path, msg)] if settings.enabled(PARSE_ERROR) else [],
+                          stage="skipped")
+    return lint_source(source, path, settings, lazy_fixes=lazy_fixes)
 
 
 def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool = True,
@@ -427,7 +432,7 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
     analysed, and what is deeper still is a ``RecursionError`` for this file, never a crash."""
     settings = settings.for_path(path)
     if is_skipped_file(source):
-        return FileResult(path, [], source, skipped=True)
+        return FileResult(path, [], source, skipped=True, stage="skipped")
     return limits.call_deep(_lint_source, source, path, settings, use_prefilter, regex_done,
                             tree, lazy_fixes, size=len(source))
 
@@ -457,7 +462,7 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
         if verdict is not None and not _allows(verdict, settings):
             # The stdlib parser accepted the file, so there is no REF900 to report.
             return FileResult(path, _noqa_only(source, path, settings), source,
-                              skipped=True)
+                              skipped=True, stage="gated")
         done = _lint_fast(source, tree, path, settings, verdict, fast, lazy_fixes)
         if done is not None:
             return done
@@ -641,8 +646,9 @@ def lint_non_candidate(source: str, path: str, settings: Settings) -> FileResult
     if settings.enabled(PARSE_ERROR):
         error = syntax_error_only(source, path)
         if error is not None:
-            return FileResult(path, [error], source, skipped=True)
-    return FileResult(path, _noqa_only(source, path, settings), source, skipped=True)
+            return FileResult(path, [error], source, skipped=True, stage="skipped")
+    return FileResult(path, _noqa_only(source, path, settings), source, skipped=True,
+                      stage="skipped")
 
 
 def _noqa_only(source: str, path: str, settings: Settings) -> list:
@@ -729,7 +735,60 @@ def noqa_comments(source: str) -> list:
     continuation)."""
     if not _NOQA_HINT.search(source):
         return []
+    scan = token_scan(source)
+    if scan is None:
+        out = []
+        for i, text in enumerate(_LINE_SPLIT.split(source), start=1):
+            m = _NOQA.search(text) if "#" in text else None
+            if m:
+                out.append(_noqa_comment(i, m.start() + 1, m, 0, range(i, i + 1)))
+        return out
     out = []
+    for (line, sc, text), lines in scan.comments:
+        m = _NOQA.search(text)
+        if m:
+            out.append(_noqa_comment(line, sc + m.start() + 1, m, sc, lines))
+    return out
+
+
+@dataclass
+class TokenScan:
+    """One tokenization of a source, shared by everything that asks about its lines: the
+    token groups (lines joined by a multi-line token or a backslash, ended by a newline
+    token: what a noqa comment covers, as in flake8) and the comments with their group."""
+
+    groups: list  # range of lines per group, in order
+    comments: list  # ((line, column, text), range of the lines of its group)
+
+    def group_end(self, line: int) -> int:
+        """The last line of the group holding ``line`` (``line`` itself outside any)."""
+        import bisect
+
+        starts = self._starts
+        i = bisect.bisect_right(starts, line) - 1
+        if i >= 0 and line in self.groups[i]:
+            return self.groups[i][-1]
+        return line
+
+    @property
+    def _starts(self) -> list:
+        starts = self.__dict__.get("_starts_list")
+        if starts is None:
+            starts = self.__dict__["_starts_list"] = [g.start for g in self.groups]
+        return starts
+
+
+_SCANS: dict = {}  # the last few sources' scans (the engine, then the server, ask in turn)
+
+
+def token_scan(source: str) -> Optional[TokenScan]:
+    """The TokenScan of ``source`` (None when it does not tokenize), computed once for the
+    last few sources."""
+    scan = _SCANS.get(source, False)
+    if scan is not False:
+        return scan
+    groups: list = []
+    comments: list = []
     try:
         group_start = None
         group_end = -1
@@ -742,23 +801,22 @@ def noqa_comments(source: str) -> list:
             group_start = sl if group_start is None else min(group_start, sl)
             group_end = max(group_end, el)
             if tp == tokenize.COMMENT:
-                m = _NOQA.search(text)
-                if m:
-                    pending.append((sl, sc + m.start() + 1, m, sc))
+                pending.append((sl, sc, text))
             if tp in (tokenize.NL, tokenize.NEWLINE):
-                for line, col, m, sc in pending:
-                    out.append(_noqa_comment(line, col, m, sc, range(group_start,
-                                                                      group_end + 1)))
+                lines = range(group_start, group_end + 1)
+                groups.append(lines)
+                comments.extend((c, lines) for c in pending)
                 pending, group_start, group_end = [], None, -1
-        for line, col, m, sc in pending:
-            out.append(_noqa_comment(line, col, m, sc, range(line, line + 1)))
+        if group_start is not None:
+            groups.append(range(group_start, group_end + 1))
+        comments.extend((c, range(c[0], c[0] + 1)) for c in pending)
+        scan: Optional[TokenScan] = TokenScan(groups, comments)
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        out = []
-        for i, text in enumerate(_LINE_SPLIT.split(source), start=1):
-            m = _NOQA.search(text) if "#" in text else None
-            if m:
-                out.append(_noqa_comment(i, m.start() + 1, m, 0, range(i, i + 1)))
-    return out
+        scan = None
+    if len(_SCANS) >= 4:
+        _SCANS.pop(next(iter(_SCANS)))
+    _SCANS[source] = scan
+    return scan
 
 
 def _noqa_comment(line, col, m, offset, lines) -> NoqaComment:

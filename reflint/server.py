@@ -38,7 +38,6 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from . import __version__
 from . import server_worker
-from .codes import CODES
 from .config import ConfigError, Resolver
 from .diagnostics import SAFE, Diagnostic
 from .engine import PARSE_ERROR, noqa_comments
@@ -209,7 +208,7 @@ class ReflintServer(LanguageServer):
     def settings_for(self, path: str):
         """(settings, excluded) for a document at ``path``, as ``reflint check
         --force-exclude path`` resolves them; (None, True) on a configuration error."""
-        from .cli import _excluded_with_parents
+        from .discovery import excluded_with_parents
 
         try:
             if os.path.isabs(path):
@@ -225,7 +224,7 @@ class ReflintServer(LanguageServer):
                     type=types.MessageType.Error, message=message))
                 self.config_diagnostic(str(e))
             return None, True
-        excluded = os.path.isabs(path) and _excluded_with_parents(path, settings)
+        excluded = os.path.isabs(path) and excluded_with_parents(path, settings)
         return settings, excluded
 
     def config_diagnostic(self, error: str) -> None:
@@ -309,14 +308,16 @@ class ReflintServer(LanguageServer):
                         diags = await self.pool.call(server_worker.lint_text, text, path,
                                                      settings)
                     except WorkerCrashed:
-                        diags = [_crash(path, "the analysis process crashed on this text")]
+                        diags = [_crash(path, RuntimeError(
+                            "the worker process checking this file died (a crash in a native "
+                            "parser, or killed for memory)"))]
                     except WorkerTimeout:
                         diags = [_not_checked(path, f"the analysis took longer than "
                                                     f"{self.pool.timeout:g} s (reflint server "
                                                     f"--timeout); gave up")]
                     except Exception as e:  # noqa: BLE001 - report, never crash the server
                         log.exception("analysis failed")
-                        diags = [_crash(path, f"internal error: {type(e).__name__}: {e}")]
+                        diags = [_crash(path, e)]
                 if self.docs.get(uri) is not state:
                     return  # closed meanwhile
                 current = self.workspace.get_text_document(uri)
@@ -414,9 +415,11 @@ def _not_checked(path: str, reason: str) -> Diagnostic:
     return not_checked(path, reason)
 
 
-def _crash(path: str, message: str) -> Diagnostic:
-    return Diagnostic(path=path, line=1, column=1, code=PARSE_ERROR, name=CODES[PARSE_ERROR],
-                      message=message, end_line=1, end_column=1)
+def _crash(path: str, error: BaseException) -> Diagnostic:
+    """REF903, as ``reflint check`` reports a failed worker (a bug in reflint, not the file)."""
+    from .engine import internal_error
+
+    return internal_error(path, error)
 
 
 def document_path(uri: str) -> str:
@@ -516,28 +519,13 @@ def _apply(text: str, lines: list, edit: tuple) -> str:
 
 def _group_end(text: str, line: int) -> Optional[int]:
     """The last physical line of the token group (lines joined by a multi-line token or a
-    backslash) that contains ``line``: where a noqa comment covers ``line`` (as in flake8)."""
-    import io
-    import tokenize
+    backslash) that contains ``line``: where a noqa comment covers ``line`` (as in flake8).
+    The engine's one token scan of the text (``engine.token_scan``), shared with its noqa
+    check."""
+    from .engine import token_scan
 
-    try:
-        start = None
-        end = -1
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            tp, _, (sl, _), (el, _), _ = tok
-            if tp in (tokenize.ENDMARKER, tokenize.DEDENT):
-                continue
-            start = sl if start is None else min(start, sl)
-            end = max(end, el)
-            if tp in (tokenize.NL, tokenize.NEWLINE):
-                if start <= line <= end:
-                    return end
-                start, end = None, -1
-        if start is not None and start <= line <= end:
-            return end
-    except (tokenize.TokenError, SyntaxError):
-        pass
-    return line
+    scan = token_scan(text)
+    return line if scan is None else scan.group_end(line)
 
 
 def _minimal_edit(old: str, new: str) -> tuple:

@@ -9,20 +9,19 @@ from __future__ import annotations
 import gc
 from typing import Optional
 
-from .engine import fix_source, lint_source, parse_error
+from .engine import fix_source, internal_error, lint_source
 from .settings import Settings
 
 
 def lint_text(text: str, path: str, settings: Settings) -> list:
     """The diagnostics of ``text`` as ``reflint check`` reports them for a file ``path``
-    with these bytes (``reflint.cli._lint_task``: a failure is a REF900, not an exception)."""
+    with these bytes (``reflint.cli._lint_task``: a failure is a REF903, not an exception)."""
     enabled = gc.isenabled()
     gc.disable()  # as in the CLI: a syntax tree is many young objects without cycles
     try:
         return lint_source(text, path, settings).diagnostics
     except Exception as e:  # noqa: BLE001 - one bad text must not stop the server
-        return [parse_error(path, f"internal error while checking this file: "
-                                  f"{type(e).__name__}: {e}")]
+        return [internal_error(path, e)]
     finally:
         if enabled:
             gc.enable()
