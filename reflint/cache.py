@@ -296,7 +296,7 @@ class Cache:
     def put(self, key: str, path: str, diagnostics: list) -> None:
         if not self._ensure_root():
             return
-        items = [d.to_json() for d in diagnostics]
+        items = [d.to_json(resolve=False) for d in diagnostics]
         data = json.dumps({"key": key, "path": path, "diagnostics": items,
                            "mac": self._mac(key, path, items)},
                           separators=(",", ":")).encode("utf-8", "surrogateescape")
@@ -336,7 +336,12 @@ def _well_typed(d: Diagnostic) -> bool:
         f = d.fix
         if not isinstance(f.message, str) or not isinstance(f.applicability, str):
             return False
-        for e in f.edits:
+        if getattr(f, "resolved", True) is False:  # a LazyFix: its key names the finding
+            k = f.key
+            if not (len(k) == 3 and type(k[0]) is int and type(k[1]) is int and
+                    isinstance(k[2], str)):
+                return False
+        for e in (f.edits if getattr(f, "resolved", True) else ()):
             if not all(type(v) is int for v in (e.line, e.column, e.end_line, e.end_column)) \
                     or not isinstance(e.content, str):
                 return False

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import errno
 import gc
 import json
 import os
@@ -18,9 +17,12 @@ from typing import Optional
 from . import __version__, isolate
 from .codes import CODES, META_CODES
 from .config import ConfigError, Resolver, overrides_from_args, show_settings
-from .engine import FileResult, lint_bytes
-from .engine import decode, is_candidate, is_skipped_file, lint_non_candidate, lint_source
+from .diagnostics import LazyFix
+from .engine import FileResult, attach_fix_source, lint_bytes
+from .engine import decode, lint_source
 from .engine import INTERNAL_ERROR, internal_error, not_checked
+from .discovery import (PYTHON_SUFFIXES, Unfit, UsageError, discover,  # noqa: F401
+                        excluded_with_parents, is_lintable_name, read_source_file, unfit)
 from .output import (format_concise, format_github, format_gitlab, format_json, format_junit,
                      format_pylint, format_sarif, format_statistics, format_statistics_json,
                      format_text, summary_line, use_color)
@@ -30,229 +32,8 @@ from .settings import DEFAULT_EXCLUDE, DEFAULT_TARGET_JAX_VERSION, Settings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
+SKIP_DIRS = frozenset(d for d in DEFAULT_EXCLUDE if "*" not in d)  # --watch's snapshot
 FORMATS = ["text", "concise", "json", "sarif", "github", "gitlab", "junit", "pylint"]
-SKIP_DIRS = frozenset(d for d in DEFAULT_EXCLUDE if "*" not in d)  # kept for compatibility
-
-
-class UsageError(Exception):
-    pass
-
-
-def _is_venv(directory: str) -> bool:
-    return os.path.exists(os.path.join(directory, "pyvenv.cfg"))
-
-
-PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
-
-
-def is_lintable_name(path: str) -> bool:
-    """A file reflint checks when it is named: Python source, stub or notebook, or a file
-    without a suffix whose first line is a Python shebang (a script)."""
-    if path.endswith(PYTHON_SUFFIXES) or notebook.is_notebook(path):
-        return True
-    if "." in os.path.basename(path):
-        return False
-    try:
-        with open(path, "rb") as fh:
-            first = fh.readline(200)
-    except OSError:
-        return True  # reported by the checks that open it
-    return first.startswith(b"#!") and b"python" in first
-
-
-def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bool = False,
-             problems: Optional[list] = None, excluded: Optional[list] = None,
-             warnings: Optional[list] = None) -> list:
-    """(file, settings) for the Python files under ``paths``.
-
-    Directories matching ``exclude``/``extend-exclude`` (and virtual environments) are not
-    walked into. Files and directories named explicitly are checked even when excluded,
-    unless ``force_exclude`` (as in ruff). Entries that cannot be checked (an unreadable
-    directory, a FIFO, socket or device named ``*.py``, a dangling symbolic link or a link
-    loop) are never opened: with ``problems`` (a list), each is appended to it as
-    ``(path, settings, reason)`` (reported as REF904); a directory named ``x.py`` is walked.
-
-    Paths ignored by ``.gitignore`` files are not walked into (``respect-gitignore``, as
-    ruff; reflint.gitignore). ``excluded`` collects ``(path, pattern)`` for the paths the
-    configuration excluded (not the default patterns); ``warnings`` what the user should
-    hear about (a named file that is not Python, a named path that is excluded)."""
-    from . import gitignore
-
-    resolver = resolver or Resolver()
-    out = []
-
-    def note_excluded(path, settings):
-        if excluded is not None:
-            pattern = settings.excluding_pattern(path)
-            if pattern is not None and pattern not in DEFAULT_EXCLUDE:
-                excluded.append((os.path.normpath(path), pattern))
-
-    def warn(text):
-        if warnings is not None:
-            warnings.append(text)
-
-    def problem(path, settings, reason):
-        if problems is not None:
-            problems.append((path, settings, reason))
-
-    for p in paths:
-        if not os.path.isdir(p):
-            if not os.path.lexists(p):
-                raise UsageError(f"{p}: no such file or directory")
-            settings = resolver.for_file(p)
-            if force_exclude and _excluded_with_parents(p, settings):
-                warn(f"{p} is excluded by the configuration (--force-exclude): not checked")
-                continue
-            if os.path.isfile(p) and not is_lintable_name(p):
-                warn(f"{p} is not a Python file or notebook (.py, .pyi, .ipynb): not checked")
-                continue
-            reason = _unfit(p)
-            if reason:
-                problem(p, settings, reason)
-            else:
-                out.append((p, settings))
-            continue
-        if force_exclude and _excluded_with_parents(p, resolver.for_dir(p)):
-            warn(f"{p} is excluded by the configuration (--force-exclude): not checked")
-            continue
-        top = resolver.for_dir(p)
-        ignore_rules: dict = {}
-        if top.respect_gitignore:
-            stop = top.root if top.config_file else None
-            ignore_rules[os.path.abspath(p)] = gitignore.ancestor_rules(p, stop) + \
-                gitignore.read_rules(os.path.abspath(p))
-
-        def walk_error(e: OSError, p=p) -> None:
-            where = e.filename or p
-            problem(where, resolver.for_dir(os.path.dirname(where) or "."),
-                    f"cannot read directory: {e.strerror or e}")
-
-        for root, dirs, files in os.walk(p, onerror=walk_error):
-            settings = resolver.for_dir(root)
-            rules = ignore_rules.pop(os.path.abspath(root), None)
-            kept = []
-            for d in sorted(dirs):
-                full = os.path.join(root, d)
-                if _is_venv(full):
-                    continue
-                if resolver.for_dir(full).is_excluded(full):
-                    note_excluded(full, resolver.for_dir(full))
-                    continue
-                if rules and gitignore.ignored(rules, os.path.abspath(full), True):
-                    continue
-                kept.append(d)
-                if rules is not None:
-                    ignore_rules[os.path.abspath(full)] = rules + \
-                        gitignore.read_rules(os.path.abspath(full))
-            dirs[:] = kept
-            for f in sorted(files):
-                if f.endswith((".py", ".pyi", notebook.SUFFIX)):
-                    path = os.path.normpath(os.path.join(root, f))
-                    if settings.is_excluded(path):
-                        note_excluded(path, settings)
-                        continue
-                    if rules and gitignore.ignored(rules, os.path.abspath(path), False):
-                        continue
-                    reason = _unfit(path)
-                    if reason is None:
-                        out.append((path, settings))
-                    elif reason:
-                        problem(path, settings, reason)
-    seen = set()
-    unique = []
-    for f, s in out:
-        key = os.path.normpath(f)
-        if key not in seen:
-            seen.add(key)
-            unique.append((f, s))
-    return unique
-
-
-def _unfit(path: str) -> Optional[str]:
-    """Why ``path`` cannot be checked (without opening it), "" for a directory (skipped
-    quietly: it is walked, not read), or None for a regular file."""
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        if os.path.islink(path):
-            if e.errno == errno.ELOOP:
-                return "symbolic link loop"
-            return f"dangling symbolic link (to {os.readlink(path)!r})"
-        return f"cannot read file: {e.strerror or e}"
-    mode = st.st_mode
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return ""
-    kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) \
-        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
-    return f"{kind}, not a regular file"
-
-
-def read_source_file(path: str, max_size: int) -> bytes:
-    """The bytes of ``path``, never blocking: raises ``Unfit`` (reported as REF904) for what
-    is not a regular file or is larger than ``max_size`` bytes, OSError if it cannot be read."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-    fd = os.open(path, flags)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise Unfit("not a regular file")
-        if st.st_size > max_size:
-            raise Unfit(f"file too large ({st.st_size:,} bytes; max-file-size is "
-                        f"{max_size:,})")
-        chunks = []
-        size = 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > max_size:  # grew while read
-                raise Unfit(f"file too large (more than max-file-size, {max_size:,} bytes)")
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-class Unfit(Exception):
-    """A file reflint does not check (REF904); the message says why."""
-
-
-def _excluded_with_parents(path: str, settings: Settings) -> bool:
-    """``--force-exclude``: the path or one of its directories (below the root) is excluded."""
-    path = os.path.abspath(path)
-    root = os.path.abspath(settings.root or os.getcwd())
-    while True:
-        if settings.is_excluded(path):
-            return True
-        parent = os.path.dirname(path)
-        if parent == path or not parent.startswith(root) or parent == root:
-            return False
-        path = parent
-
-
-def _check_file(args) -> FileResult:
-    path, settings = args
-    try:
-        data = read_source_file(path, settings.max_file_size)
-    except Unfit as e:
-        return FileResult(path, [not_checked(path, str(e))])
-    except OSError as e:
-        return FileResult(path, [not_checked(path, f"cannot read file: {e.strerror or e}")])
-    try:
-        if notebook.is_notebook(path):
-            res = notebook.lint(data, path, settings)
-            res.source = data.decode("utf-8-sig", "replace")
-            return res
-        return lint_bytes(data, path, settings)
-    except Exception as e:  # noqa: BLE001 - one bad file must not stop the run
-        return FileResult(path, [internal_error(path, e)])
-
-
-def _internal_error(path: str, e: BaseException):
-    return internal_error(path, e)
 
 
 # Parallel checking: below this much source text to analyse, one process is faster than
@@ -260,11 +41,17 @@ def _internal_error(path: str, e: BaseException):
 PARALLEL_MIN_CHARS = 64_000
 
 _WORKER_SETTINGS: Optional[Settings] = None
+# Whether the output reads the fixes' edits (json, --show-fixes): when not, a fix is a
+# LazyFix (reflint.diagnostics) and a file with findings is never parsed by libcst.
+_LAZY_FIXES = False
 
 
-def _init_worker(settings: Settings, project=None, limit: bool = False) -> None:
-    global _WORKER_SETTINGS
+def _init_worker(settings: Settings, project=None, limit: bool = False,
+                 lazy_fixes: Optional[bool] = None) -> None:
+    global _WORKER_SETTINGS, _LAZY_FIXES
     _WORKER_SETTINGS = settings
+    if lazy_fixes is not None:
+        _LAZY_FIXES = lazy_fixes
     if project is not None:  # a spawned worker does not inherit the parent's
         from . import project as _project
 
@@ -288,7 +75,7 @@ def _lint_task(task) -> tuple:
         try:
             return index, notebook.lint(data, path, settings).diagnostics, True, "analysed"
         except (Exception, RecursionError, MemoryError) as e:  # noqa: BLE001 - one file
-            return index, [_internal_error(path, e)], False, "analysed"
+            return index, [internal_error(path, e)], False, "analysed"
     # A syntax tree is millions of young objects without cycles: the cyclic garbage collector
     # would scan the growing tree again and again while it is built. It is paused for the
     # file; one collection afterwards frees whatever the analysis left in cycles.
@@ -299,29 +86,19 @@ def _lint_task(task) -> tuple:
             source = decode(data)
         except (SyntaxError, UnicodeDecodeError, LookupError):
             return index, lint_bytes(data, path, settings).diagnostics, True, "skipped"
-        if is_skipped_file(source):
-            return index, [], True, "skipped"
-        if not is_candidate(source, settings) and not _project_forces(path):
-            res = lint_non_candidate(source, path, settings.for_path(path))
-            return index, res.diagnostics, True, "skipped"
-        res = lint_source(source, path, settings, regex_done=True)
-        return index, res.diagnostics, True, "gated" if res.skipped else "analysed"
+        # The engine stages the file (pre-filter, gate, analysis) and says which decided.
+        res = lint_source(source, path, settings, lazy_fixes=_LAZY_FIXES)
+        return index, res.diagnostics, True, res.stage
     except MemoryError:  # over the per-file memory limit (isolate): not checked
         from .isolate import out_of_memory
 
         return index, [out_of_memory(path)], False, "analysed"
     except (Exception, RecursionError) as e:  # noqa: BLE001 - one file only
-        return index, [_internal_error(path, e)], False, "analysed"
+        return index, [internal_error(path, e)], False, "analysed"
     finally:
         if gc_enabled:
             gc.enable()
             gc.collect(0)
-
-
-def _project_forces(path: str) -> bool:
-    """The active project gives this file facts its own text does not announce."""
-    m = sys.modules.get("reflint.project")
-    return m is not None and m.active() is not None and m.must_analyse(path)
 
 
 def _project_digest(path: str) -> str:
@@ -420,9 +197,12 @@ def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
     ``pending``. Raises BrokenProcessPool when a worker dies."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
+    context = _pool_context()
+    if context.get_start_method() == "fork":
+        _warm_for_fork()
     pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(batches))),
-                               mp_context=_pool_context(), initializer=_init_worker,
-                               initargs=(settings, _active_project(), True))
+                               mp_context=context, initializer=_init_worker,
+                               initargs=(settings, _active_project(), True, _LAZY_FIXES))
     try:
         futures = [pool.submit(_lint_batch, b) for b in batches]
         for fut in as_completed(futures):
@@ -431,6 +211,20 @@ def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
                 yield res
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _warm_for_fork() -> None:
+    """Import what every worker needs (libcst, the fast tree, the gate, the analysis, the
+    rules) once, here, before the workers are forked: they inherit it instead of each
+    importing it (about 0.4 CPU-s a worker); ``gc.freeze`` keeps the inherited objects out of
+    the workers' collections, so their pages stay shared."""
+    import importlib
+
+    for name in ("libcst", "reflint.fasttree", "reflint.gate", "reflint.analysis",
+                 "reflint.positions"):
+        importlib.import_module(name)
+    all_rules()
+    gc.freeze()
 
 
 def _active_project():
@@ -482,6 +276,8 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
             key = cache.key(path, data, settings, _project_digest(path))
             diags = cache.get(key, path)
             if diags is not None:
+                if any(isinstance(d.fix, LazyFix) for d in diags):
+                    _lazy_from_cache(diags, data, path, settings)
                 results[i] = FileResult(path, diags)
                 cached += 1
                 continue
@@ -510,6 +306,19 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
               f"{info['gated']} ruled out by its ast stage, {cached} from the cache, "
               f"{info['analysed']} analysed", file=sys.stderr)
     return results
+
+
+def _lazy_from_cache(diags: list, data: bytes, path: str, settings: Settings) -> None:
+    """Cached LazyFixes get their file back (and their edits now, when the output reads
+    them)."""
+    try:
+        attach_fix_source(diags, decode(data), path, settings)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return
+    if not _LAZY_FIXES:
+        for d in diags:
+            if isinstance(d.fix, LazyFix):
+                d.fix.edits  # noqa: B018 - built here, while the project is active
 
 
 def _cache_from(args):
@@ -756,6 +565,8 @@ def _cmd_check(args) -> int:
     jobs = args.jobs if args.jobs else (os.cpu_count() or 1)
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    global _LAZY_FIXES
+    _LAZY_FIXES = args.format != "json" and not getattr(args, "show_fixes", False)
     _start_project(args, [f for f, _ in pairs], jobs)
     results = _check_grouped(pairs, jobs, cache=_cache_from(args))
     results += [FileResult(p, [not_checked(p, why)]) for p, _, why in problems]
@@ -966,7 +777,7 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
         sys.stdout.write(show_settings(settings))
         return EXIT_OK
     if args.force_exclude and args.stdin_filename and \
-            _excluded_with_parents(args.stdin_filename, settings):
+            excluded_with_parents(args.stdin_filename, settings):
         if args.fix:
             sys.stdout.buffer.write(data)
         return EXIT_OK
@@ -1200,7 +1011,7 @@ def cmd_rules(args) -> int:
 
 
 def cmd_run(args, rest) -> int:
-    why = _unfit(args.script) if os.path.lexists(args.script) else None
+    why = unfit(args.script) if os.path.lexists(args.script) else None
     if why:  # a FIFO, socket or device: opening it could block forever
         raise UsageError(f"{args.script}: {why}: not run")
     try:

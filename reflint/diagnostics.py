@@ -35,6 +35,62 @@ class Fix:
                 "edits": [e.to_json() for e in self.edits]}
 
 
+class LazyFix:
+    """A fix whose edits are built when first read.
+
+    The findings of a file come from the analysis of the tree built from the stdlib ``ast``
+    (reflint.fasttree), which has no parentheses, comments or whitespace: what a fix says
+    (``message``, ``applicability``) is known there, its edits need libcst's own tree.
+    ``source`` (reflint.engine.FixSource) parses the file with libcst once, for all the fixes
+    of the file, when the first of them is asked for its edits; ``key`` (line, column, code)
+    names the finding. A fix libcst's tree does not give has no edits."""
+
+    __slots__ = ("message", "applicability", "source", "key", "_edits")
+
+    def __init__(self, message: str, applicability: str, source, key: tuple,
+                 edits: Optional[tuple] = None):
+        self.message = message
+        self.applicability = applicability
+        self.source = source
+        self.key = key
+        self._edits = edits
+
+    @property
+    def edits(self) -> tuple:
+        if self._edits is None:
+            fix = self.source.fix_for(self.key) if self.source is not None else None
+            self._edits = tuple(fix.edits) if fix is not None else ()
+        return self._edits
+
+    @property
+    def resolved(self) -> bool:
+        return self._edits is not None
+
+    def __getstate__(self):
+        return (self.message, self.applicability, self.source, self.key, self._edits)
+
+    def __setstate__(self, state):
+        self.message, self.applicability, self.source, self.key, self._edits = state
+
+    def __eq__(self, other):
+        if not isinstance(other, (Fix, LazyFix)):
+            return NotImplemented
+        return (self.message, self.applicability, tuple(self.edits)) == \
+            (other.message, other.applicability, tuple(other.edits))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"LazyFix({self.message!r}, {self.applicability!r}, key={self.key!r})"
+
+    def to_json(self, resolve: bool = True) -> dict:
+        if not resolve and self._edits is None:
+            return {"message": self.message, "applicability": self.applicability,
+                    "edits": None, "key": list(self.key)}
+        return {"message": self.message, "applicability": self.applicability,
+                "edits": [e.to_json() for e in self.edits]}
+
+
 @dataclass(frozen=True)
 class Related:
     line: int
@@ -57,12 +113,15 @@ class Diagnostic:
     # In a Jupyter notebook: the code cell (1-based; ``line`` is then the line in the cell).
     cell: int = field(default=0, compare=False)
 
-    def to_json(self) -> dict:
+    def to_json(self, resolve: bool = True) -> dict:
+        """``resolve=False`` (the cache): a LazyFix not built yet stays so (``"edits":
+        null``)."""
         return {
             "path": self.path, "line": self.line, "column": self.column,
             "end_line": self.end_line, "end_column": self.end_column, "code": self.code,
             "name": self.name, "message": self.message,
-            "fix": self.fix.to_json() if self.fix else None,
+            "fix": (self.fix.to_json(resolve) if isinstance(self.fix, LazyFix) else
+                    self.fix.to_json() if self.fix else None),
             "related": ({"line": self.related.line, "column": self.related.column,
                          "message": self.related.message} if self.related else None),
             "cell": self.cell or None,
@@ -73,7 +132,13 @@ class Diagnostic:
         fix = None
         if d.get("fix"):
             f = d["fix"]
-            fix = Fix(f["message"], tuple(Edit(**e) for e in f["edits"]), f["applicability"])
+            if f.get("edits") is None and "key" in f:
+                # A LazyFix not built when cached: reflint.engine.attach_fix_source gives it
+                # its file again.
+                fix = LazyFix(f["message"], f["applicability"], None, tuple(f["key"]))
+            else:
+                fix = Fix(f["message"], tuple(Edit(**e) for e in f["edits"]),
+                          f["applicability"])
         rel = Related(**d["related"]) if d.get("related") else None
         return cls(d["path"], d["line"], d["column"], d["code"], d["name"], d["message"],
                    d["end_line"], d["end_column"], fix, rel, d.get("cell") or 0)

@@ -16,7 +16,7 @@ from typing import Optional
 from . import limits
 from ._lazy import lazy
 from .codes import CODES, META_CODES
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, LazyFix
 from .rule import all_rules
 from .settings import Settings
 
@@ -63,6 +63,9 @@ class FileResult:
     diagnostics: list
     source: Optional[str] = None  # decoded text (None if undecodable)
     skipped: bool = False  # pre-filter said no rule can fire
+    # Which stage decided: "skipped" (the textual pre-filter, a skip-file line, undecodable
+    # bytes), "gated" (the pre-filter's ast stage, reflint.gate) or "analysed".
+    stage: str = "analysed"
 
 
 def decode(data: bytes) -> str:
@@ -401,32 +404,42 @@ def decode_error_message(e: BaseException) -> str:
     return f"cannot decode file: {e}"
 
 
-def lint_bytes(data: bytes, path: str, settings: Settings) -> FileResult:
+def lint_bytes(data: bytes, path: str, settings: Settings,
+               lazy_fixes: bool = False) -> FileResult:
     try:
         source = decode(data)
     except (SyntaxError, UnicodeDecodeError, LookupError) as e:
         msg = decode_error_message(e)
-        return FileResult(path, [parse_error(path, msg)] if settings.enabled(PARSE_ERROR) else [])
-    return lint_source(source, path, settings)
+        return FileResult(path, [parse_error(path, msg)] if settings.enabled(PARSE_ERROR) else [],
+                          stage="skipped")
+    return lint_source(source, path, settings, lazy_fixes=lazy_fixes)
 
 
 def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool = True,
-                regex_done: bool = False, tree: Optional[ast.Module] = None) -> FileResult:
+                regex_done: bool = False, tree: Optional[ast.Module] = None,
+                lazy_fixes: bool = False) -> FileResult:
     """Lint one file. ``use_prefilter=False`` analyses it on libcst's own tree whatever the
     pre-filter says (tests compare both); ``regex_done`` says the textual stage already kept
     it; ``tree`` is the stdlib ``ast`` of ``source`` if the caller has it (flake8 does).
+
+    The findings come from one analysis, of the tree built from the stdlib ``ast``
+    (reflint.fasttree). libcst parses the file only for what needs its tree: the fixes'
+    edits, and files the fast tree does not cover. ``lazy_fixes``: a fix is a LazyFix, whose
+    edits are built (libcst's parse, once for the file) when first read; else they are built
+    now, and the findings of a file with a fix come from libcst's tree.
 
     Runs on a large-stack thread for big sources (``limits.call_deep``): deep-but-valid code is
     analysed, and what is deeper still is a ``RecursionError`` for this file, never a crash."""
     settings = settings.for_path(path)
     if is_skipped_file(source):
-        return FileResult(path, [], source, skipped=True)
+        return FileResult(path, [], source, skipped=True, stage="skipped")
     return limits.call_deep(_lint_source, source, path, settings, use_prefilter, regex_done,
-                            tree, size=len(source))
+                            tree, lazy_fixes, size=len(source))
 
 
 def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool,
-                 regex_done: bool, tree: Optional[ast.Module]) -> FileResult:
+                 regex_done: bool, tree: Optional[ast.Module],
+                 lazy_fixes: bool = False) -> FileResult:
     verdict = None
     fast: dict = {}
     # A module another module's summary gives facts (a kernel launched elsewhere) may have no
@@ -449,11 +462,12 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
         if verdict is not None and not _allows(verdict, settings):
             # The stdlib parser accepted the file, so there is no REF900 to report.
             return FileResult(path, _noqa_only(source, path, settings), source,
-                              skipped=True)
-        if _clean_on_fast_tree(source, tree, path, settings, verdict, fast):
-            return FileResult(path, _noqa_only(source, path, settings), source)
-        # A finding (or a file the fast tree does not cover): libcst's own tree, below, gives
-        # the findings their exact positions, messages and fixes.
+                              skipped=True, stage="gated")
+        done = _lint_fast(source, tree, path, settings, verdict, fast, lazy_fixes)
+        if done is not None:
+            return done
+        # A file the fast tree does not cover (or a fix to build now): libcst's own tree,
+        # below, gives the findings, their positions, messages and fixes.
     if tree is not None and fast.get("depth", 0) > LIBCST_MAX_DEPTH:
         # libcst's parse would take time quadratic in the nesting: findings come from the
         # fast tree instead.
@@ -503,24 +517,94 @@ def _lint_on_fast_tree(source: str, tree: ast.Module, path: str, settings: Setti
     return FileResult(path, apply_noqa(diags, source, settings, path), source)
 
 
-def _clean_on_fast_tree(source: str, tree: ast.Module, path: str, settings: Settings,
-                        verdict: "Optional[gate.Verdict]" = None,
-                        record: Optional[dict] = None) -> bool:
-    """True if no rule reports anything on the libcst tree built from ``tree``
-    (reflint.fasttree); False if one does, or if that tree cannot be built or analysed.
-    ``record`` receives the tree's nesting depth and positions (``fasttree.convert``) and,
-    when a rule reported, the tree itself (``"module"``)."""
+def _lint_fast(source: str, tree: ast.Module, path: str, settings: Settings,
+               verdict: "Optional[gate.Verdict]", record: dict,
+               lazy_fixes: bool) -> Optional[FileResult]:
+    """The file's result from one analysis of the tree built from ``tree``
+    (reflint.fasttree), with ``ast`` positions and the source's text in messages; None when
+    libcst's own tree must decide: the fast tree cannot be built or analysed, a position the
+    rules asked for is not exact there (a node with no ``ast`` node of its own, or inside an
+    f-string), libcst drops the file's form feeds, or a fix's edits are wanted now."""
     try:
         module = fasttree.convert(source, tree, record)
-        found = check_module(module, path, settings, source, verdict, first_only=True,
-                             positions=(record or {}).get("positions") or _NO_POSITIONS)
-        if found and record is not None:
-            record["module"] = module
-        return not found
+        exact = _ExactPositions(record["positions"].exact())
+        diags = check_module(module, path, settings, source, verdict, positions=exact)
     except Exception:  # noqa: BLE001 - libcst's own parse decides then
-        if record is not None:
-            record.clear()
-        return False
+        record.clear()
+        return None
+    if not diags:
+        return FileResult(path, _noqa_only(source, path, settings), source)
+    if record.get("depth", 0) > LIBCST_MAX_DEPTH:
+        record["module"] = module
+        return _lint_on_fast_tree(source, tree, path, settings, verdict, record)
+    if exact.missed or "\f" in source:
+        record["module"] = module
+        return None
+    if any(d.fix is not None for d in diags):
+        if not lazy_fixes:
+            record["module"] = module
+            return None
+        fixes = FixSource(source, path, settings)
+        diags = [d if d.fix is None else
+                 replace(d, fix=LazyFix(d.fix.message, d.fix.applicability, fixes,
+                                        (d.line, d.column, d.code)))
+                 for d in diags]
+    return FileResult(path, apply_noqa(diags, source, settings, path), source)
+
+
+class _ExactPositions:
+    """The fast tree's positions, noting whether one asked for was not known exactly."""
+
+    def __init__(self, positions):
+        self._positions = positions
+        self.missed = False
+
+    def get(self, node):
+        rng = self._positions.get(node)
+        if rng is None:
+            self.missed = True
+        return rng
+
+    def text(self, node):
+        text = self._positions.text(node)
+        if text is None:
+            self.missed = True
+        return text
+
+
+class FixSource:
+    """A file whose findings carry LazyFixes: libcst parses it, and the analysis of that tree
+    gives the fixes, once, when the first fix's edits are read (pickled with the fixes: a
+    worker's result is built in the process that reads it)."""
+
+    def __init__(self, source: str, path: str, settings: Settings):
+        self.source = source
+        self.path = path
+        self.settings = settings
+        self._fixes: Optional[dict] = None
+
+    def __getstate__(self):
+        return (self.source, self.path, self.settings, self._fixes)
+
+    def __setstate__(self, state):
+        self.source, self.path, self.settings, self._fixes = state
+
+    def fix_for(self, key: tuple):
+        if self._fixes is None:
+            res = lint_source(self.source, self.path, self.settings, use_prefilter=False)
+            self._fixes = {(d.line, d.column, d.code): d.fix for d in res.diagnostics
+                           if d.fix is not None}
+        return self._fixes.get(tuple(key))
+
+
+def attach_fix_source(diags: list, source: str, path: str, settings: Settings) -> None:
+    """Give the LazyFixes of ``diags`` read from the cache (built by no tree yet) their file."""
+    fixes = None
+    for d in diags:
+        if isinstance(d.fix, LazyFix) and d.fix.source is None:
+            if fixes is None:
+                fixes = FixSource(source, path, settings.for_path(path))
+            d.fix.source = fixes
 
 
 class _NoPositions:
@@ -562,8 +646,9 @@ def lint_non_candidate(source: str, path: str, settings: Settings) -> FileResult
     if settings.enabled(PARSE_ERROR):
         error = syntax_error_only(source, path)
         if error is not None:
-            return FileResult(path, [error], source, skipped=True)
-    return FileResult(path, _noqa_only(source, path, settings), source, skipped=True)
+            return FileResult(path, [error], source, skipped=True, stage="skipped")
+    return FileResult(path, _noqa_only(source, path, settings), source, skipped=True,
+                      stage="skipped")
 
 
 def _noqa_only(source: str, path: str, settings: Settings) -> list:
@@ -623,6 +708,9 @@ def check_module(module: cst.Module, path: str, settings: Settings,
                     continue
                 seen.add(k)
                 out.append(d)
+        if getattr(analysis, "layout_fix_undecided", False) and \
+                isinstance(positions, _ExactPositions):
+            positions.missed = True  # a fix only libcst's tree can decide
     finally:
         analysis.release()
     out.sort()
@@ -647,7 +735,60 @@ def noqa_comments(source: str) -> list:
     continuation)."""
     if not _NOQA_HINT.search(source):
         return []
+    scan = token_scan(source)
+    if scan is None:
+        out = []
+        for i, text in enumerate(_LINE_SPLIT.split(source), start=1):
+            m = _NOQA.search(text) if "#" in text else None
+            if m:
+                out.append(_noqa_comment(i, m.start() + 1, m, 0, range(i, i + 1)))
+        return out
     out = []
+    for (line, sc, text), lines in scan.comments:
+        m = _NOQA.search(text)
+        if m:
+            out.append(_noqa_comment(line, sc + m.start() + 1, m, sc, lines))
+    return out
+
+
+@dataclass
+class TokenScan:
+    """One tokenization of a source, shared by everything that asks about its lines: the
+    token groups (lines joined by a multi-line token or a backslash, ended by a newline
+    token: what a noqa comment covers, as in flake8) and the comments with their group."""
+
+    groups: list  # range of lines per group, in order
+    comments: list  # ((line, column, text), range of the lines of its group)
+
+    def group_end(self, line: int) -> int:
+        """The last line of the group holding ``line`` (``line`` itself outside any)."""
+        import bisect
+
+        starts = self._starts
+        i = bisect.bisect_right(starts, line) - 1
+        if i >= 0 and line in self.groups[i]:
+            return self.groups[i][-1]
+        return line
+
+    @property
+    def _starts(self) -> list:
+        starts = self.__dict__.get("_starts_list")
+        if starts is None:
+            starts = self.__dict__["_starts_list"] = [g.start for g in self.groups]
+        return starts
+
+
+_SCANS: dict = {}  # the last few sources' scans (the engine, then the server, ask in turn)
+
+
+def token_scan(source: str) -> Optional[TokenScan]:
+    """The TokenScan of ``source`` (None when it does not tokenize), computed once for the
+    last few sources."""
+    scan = _SCANS.get(source, False)
+    if scan is not False:
+        return scan
+    groups: list = []
+    comments: list = []
     try:
         group_start = None
         group_end = -1
@@ -660,23 +801,22 @@ def noqa_comments(source: str) -> list:
             group_start = sl if group_start is None else min(group_start, sl)
             group_end = max(group_end, el)
             if tp == tokenize.COMMENT:
-                m = _NOQA.search(text)
-                if m:
-                    pending.append((sl, sc + m.start() + 1, m, sc))
+                pending.append((sl, sc, text))
             if tp in (tokenize.NL, tokenize.NEWLINE):
-                for line, col, m, sc in pending:
-                    out.append(_noqa_comment(line, col, m, sc, range(group_start,
-                                                                      group_end + 1)))
+                lines = range(group_start, group_end + 1)
+                groups.append(lines)
+                comments.extend((c, lines) for c in pending)
                 pending, group_start, group_end = [], None, -1
-        for line, col, m, sc in pending:
-            out.append(_noqa_comment(line, col, m, sc, range(line, line + 1)))
+        if group_start is not None:
+            groups.append(range(group_start, group_end + 1))
+        comments.extend((c, range(c[0], c[0] + 1)) for c in pending)
+        scan: Optional[TokenScan] = TokenScan(groups, comments)
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        out = []
-        for i, text in enumerate(_LINE_SPLIT.split(source), start=1):
-            m = _NOQA.search(text) if "#" in text else None
-            if m:
-                out.append(_noqa_comment(i, m.start() + 1, m, 0, range(i, i + 1)))
-    return out
+        scan = None
+    if len(_SCANS) >= 4:
+        _SCANS.pop(next(iter(_SCANS)))
+    _SCANS[source] = scan
+    return scan
 
 
 def _noqa_comment(line, col, m, offset, lines) -> NoqaComment:

@@ -19,6 +19,7 @@ this module does not build raises ``Unsupported``, and the file is parsed by lib
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import re
 import threading
@@ -35,6 +36,7 @@ class Unsupported(Exception):
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_LINE_ENDS = re.compile(r"(\r\n|\r|\n)")  # split, keeping the line ends
 # One string literal (prefix, quotes, body); ``fullmatch`` fails on implicit concatenation.
 _ONE_STRING = re.compile(
     r'[A-Za-z]*(?:"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""'
@@ -154,20 +156,257 @@ def convert(source: str, tree: Optional[ast.Module] = None,
 class AstPositions:
     """``PositionProvider``-like ranges for the nodes of a tree built here, from the ``ast``
     positions of the nodes they were built from (0-based columns in characters, computed for
-    the nodes asked about only)."""
+    the nodes asked about only), and their source text (``text``).
 
-    def __init__(self, builder: "_Builder"):
+    The ranges are libcst's: a node's own parentheses are outside its range (``ast`` puts a
+    parenthesized tuple's, and a generator expression's, inside), and so is the whitespace
+    next to them. Nodes built without an ``ast`` node of their own, and the expressions
+    inside f-strings (whose ``ast`` positions Python 3.11 does not give reliably), have none:
+    ``get`` is None for them, and a caller that needs exact positions uses libcst's parse."""
+
+    def __init__(self, builder: "_Builder", exact: bool = False):
         self._origin = builder.origin
+        # exact: None for the nodes inside f-strings (else their approximate ast positions).
+        self._inexact = builder.inner if exact else ()
         self._builder = builder
+        self._source = builder.source
+        self._starts: Optional[list] = None  # offset of each line's first character
+        self._stmt_lines: Optional[list] = None
+
+    def exact(self) -> "AstPositions":
+        """The same positions, None where they are approximate (inside f-strings)."""
+        return AstPositions(self._builder, exact=True)
+
+    def _offset(self, line: int, col: int) -> int:
+        """The offset in the source of the ``ast`` position (``col`` in UTF-8 bytes)."""
+        starts = self._starts
+        if starts is None:
+            starts = self._starts = [0] + [m.end() for m in _NEWLINE.finditer(self._source)]
+        return starts[line - 1] + self._builder._col(line, col)
+
+    def _line_col(self, offset: int):
+        starts = self._starts
+        i = bisect.bisect_right(starts, offset) - 1
+        return cst.metadata.CodePosition(i + 1, offset - starts[i])
+
+    def span(self, node):
+        """(start, end) offsets of ``node``'s range in the source, or None."""
+        n = self._origin.get(id(node))
+        if n is None or id(node) in self._inexact:
+            return None
+        if type(n) is _Placed:
+            return self._placed(n)
+        return self._expr_span(n)
+
+    def _expr_span(self, n):
+        start = self._offset(n.lineno, n.col_offset)
+        end = self._offset(n.end_lineno, n.end_col_offset)
+        t = type(n)
+        if t is ast.GeneratorExp or t is ast.Tuple and self._source.startswith("(", start) and \
+                (not n.elts or self._builder._parenthesized(n, n.elts[0])):
+            # ``ast`` includes the parentheses (a generator's may be a call's): libcst not.
+            src = self._source
+            start = _skip_forward(src, start + 1)
+            end = max(start, _skip_backward(src, end - 1))
+        return start, end
+
+    def _placed(self, p: "_Placed"):
+        n = p.node
+        src = self._source
+        if p.kind == "arg":  # libcst: a positional argument with its value's parentheses
+            return self._widen(*self._expr_span(n))
+        if p.kind == "attr":  # `x.attr`: the name ends the attribute
+            end = self._offset(n.end_lineno, n.end_col_offset)
+            return end - len(p.text), end
+        start = self._offset(n.lineno, n.col_offset)
+        if p.kind == "param":  # libcst: the star and the name (not annotation, default)
+            end = start + len(n.arg)
+            if p.text:
+                start = _skip_backward(src, start) - len(p.text)
+            return start, end
+        # "def": the name after `def` / `class` (the node starts there, or at `async`)
+        m = _DEF_NAME.compile(p.text).search(src, start)
+        return (m.start(1), m.end(1)) if m else None
 
     def get(self, node):
-        n = self._origin.get(id(node))
-        if n is None:
+        s = self.span(node)
+        if s is None:
             return None
-        col = self._builder._col
-        start = cst.metadata.CodePosition(n.lineno, col(n.lineno, n.col_offset))
-        end = cst.metadata.CodePosition(n.end_lineno, col(n.end_lineno, n.end_col_offset))
-        return cst.metadata.CodeRange(start, end)
+        return cst.metadata.CodeRange(self._line_col(s[0]), self._line_col(s[1]))
+
+    def text(self, node) -> Optional[str]:
+        """The source text of ``node`` with its own parentheses (what libcst's
+        ``code_for_node`` gives on its own tree, stripped), or None if it has no range."""
+        s = self.span(node)
+        if s is None:
+            return None
+        start, end = self._widen(*s)
+        text = self._source[start:end]
+        if "\n" in text or "\r" in text:
+            return self._dedented(text, start)
+        return text
+
+    def _dedented(self, text: str, start: int) -> Optional[str]:
+        """A node's text over several lines as libcst's ``code_for_node`` writes it: without
+        the indentation of the block of its statement where a line starts with it. None when
+        that is not known (the statement, or a string over several lines)."""
+        pos = self._line_col(start)
+        stmts = self._builder.stmts
+        if stmts is None:
+            return None
+        if self._stmt_lines is None:
+            self._stmt_lines = [min([s.lineno] + [d.lineno for d in
+                                                   getattr(s, "decorator_list", ())])
+                                for s in stmts]
+        k = bisect.bisect_right(self._stmt_lines, pos.line) - 1
+        if k < 0:
+            indent = ""
+        else:
+            stmt = stmts[k]
+            if stmt.end_lineno < pos.line:
+                return None  # not inside that statement (an `except` clause's ...)
+            first = self._builder.lines[self._stmt_lines[k] - 1]
+            indent = first[:len(first) - len(first.lstrip(" \t"))]
+        if not indent:
+            return text
+        if '"""' in text or "'''" in text:
+            return None
+        lines = _LINE_ENDS.split(text)
+        for i in range(2, len(lines), 2):
+            if lines[i].startswith(indent):
+                lines[i] = lines[i][len(indent):]
+        return "".join(lines)
+
+    def _widen(self, start: int, end: int):
+        """``start``, ``end`` widened over the parentheses that are the node's own."""
+        src = self._source
+        while True:  # widen over a pair of parentheses that are the node's own
+            i = _skip_backward(src, start)
+            if i == 0 or src[i - 1] != "(" or _is_call_paren(src, i - 1):
+                break
+            j = _skip_forward(src, end)
+            if j >= len(src) or src[j] != ")":
+                break
+            start, end = i - 1, j + 1
+        return start, end
+
+
+class _Placed:
+    """A built node placed by another ``ast`` node: the name of an attribute (``"attr"``)
+    or a definition (``"def"``), a parameter (``"param"``: ``text`` is its star)."""
+
+    __slots__ = ("kind", "node", "text")
+
+    def __init__(self, kind: str, node, text: str):
+        self.kind = kind
+        self.node = node
+        self.text = text
+
+
+class _DefName:
+    def __init__(self):
+        self._cache: dict = {}
+
+    def compile(self, name: str):
+        rx = self._cache.get(name)
+        if rx is None:
+            rx = self._cache[name] = re.compile(r"\b(?:def|class)\s+(" + re.escape(name) +
+                                                r")\b")
+        return rx
+
+
+_DEF_NAME = _DefName()
+_SPACE = " \t\f\r\n\\"
+# Keywords after which ``(`` opens a parenthesized expression, not a call's arguments.
+_NOT_CALLERS = frozenset((
+    "and", "or", "not", "in", "is", "if", "elif", "else", "while", "for", "return", "yield",
+    "await", "assert", "del", "with", "from", "import", "raise", "except", "lambda", "as",
+    "async", "global", "nonlocal", "pass", "break", "continue", "class", "def", "try",
+    "finally"))
+
+
+def _skip_forward(src: str, i: int) -> int:
+    """The offset of the first character at or after ``i`` that is not whitespace, a line
+    continuation or a comment."""
+    n = len(src)
+    while i < n:
+        ch = src[i]
+        if ch in _SPACE:
+            i += 1
+        elif ch == "#":
+            m = _NEWLINE.search(src, i)
+            i = m.start() if m else n
+        else:
+            break
+    return i
+
+
+def _skip_backward(src: str, i: int) -> int:
+    """The offset just after the last character before ``i`` that is not whitespace, a line
+    continuation or a comment (comments are recognized on the lines before ``i``'s)."""
+    while i > 0:
+        ch = src[i - 1]
+        if ch in _SPACE:
+            crossed = ch in "\r\n"
+            i -= 1
+            if crossed:
+                # The end of an earlier line: it may end with a comment.
+                while i > 0 and src[i - 1] in "\r\n":
+                    i -= 1
+                line_start = max(src.rfind("\n", 0, i), src.rfind("\r", 0, i)) + 1
+                c = _comment_start(src, line_start, i)
+                if c is not None:
+                    i = c
+        else:
+            break
+    return i
+
+
+def _comment_start(src: str, start: int, end: int) -> Optional[int]:
+    """The offset of the comment on the line ``src[start:end]`` (None if it has none)."""
+    j = src.find("#", start, end)
+    if j < 0:
+        return None
+    quote = None
+    i = start
+    while i < end:
+        ch = src[i]
+        if quote is not None:
+            if ch == "\\":
+                i += 2
+                continue
+            if src.startswith(quote, i):
+                i += len(quote)
+                quote = None
+                continue
+        elif ch in "\"'":
+            quote = src[i:i + 3] if src[i:i + 3] in ('"""', "'''") else ch
+            i += len(quote)
+            continue
+        elif ch == "#":
+            return i
+        i += 1
+    return None
+
+
+def _is_call_paren(src: str, p: int) -> bool:
+    """Whether the ``(`` at ``p`` opens a call's arguments (or a class's bases): what comes
+    before it ends an expression."""
+    i = _skip_backward(src, p)
+    if i == 0:
+        return False
+    gap = src[i:p]
+    if ("\n" in gap or "\r" in gap) and "\\" not in gap:
+        return False  # the line before ended a statement (or a bracket's item)
+    ch = src[i - 1]
+    if ch in ")]}\"'":
+        return True
+    if ch.isalnum() or ch == "_" or not ch.isascii():
+        j = i - 1
+        while j > 0 and (src[j - 1].isalnum() or src[j - 1] == "_" or not src[j - 1].isascii()):
+            j -= 1
+        return src[j:i] not in _NOT_CALLERS
+    return False
 
 
 class _Builder:
@@ -180,6 +419,10 @@ class _Builder:
         self.lines = _NEWLINE.split(source)
         self._ascii = source.isascii()
         self._inner_builder: Optional[_InnerBuilder] = None
+        self.inner: set = set()  # ids of the nodes built inside f-strings (no exact position)
+        # The statements of indented blocks, in source order (with ``record``): the
+        # indentation libcst leaves out of a node's code.
+        self.stmts: Optional[list] = [] if record else None
         self._stmt = {
             ast.FunctionDef: self.s_function, ast.AsyncFunctionDef: self.s_function,
             ast.ClassDef: self.s_class, ast.If: self.s_if, ast.For: self.s_for,
@@ -210,7 +453,7 @@ class _Builder:
         e = self.expr
         self._expr = {
             ast.Name: lambda n: N.Name(n.id),
-            ast.Attribute: lambda n: N.Attribute(value=e(n.value), attr=N.Name(n.attr)),
+            ast.Attribute: lambda n: N.Attribute(value=e(n.value), attr=self._named(n.attr, "attr", n)),
             ast.Call: self.e_call, ast.Constant: self.e_constant,
             ast.Subscript: self.e_subscript,
             ast.BinOp: lambda n: N.BinaryOperation(
@@ -269,6 +512,8 @@ class _Builder:
         line: list = []
         line_end = -1
         for s in stmts:
+            if self.stmts is not None:
+                self.stmts.append(s)
             build = self._small.get(type(s))
             if build is None:
                 if line:
@@ -339,7 +584,8 @@ class _Builder:
 
     def s_function(self, n):
         return N.FunctionDef(
-            name=N.Name(n.name), params=self.params(n.args), body=self.suite(n.body),
+            name=self._named(n.name, "def", n), params=self.params(n.args),
+            body=self.suite(n.body),
             decorators=[N.Decorator(decorator=self.expr(d)) for d in n.decorator_list],
             returns=None if n.returns is None else N.Annotation(self.expr(n.returns)),
             asynchronous=N.Asynchronous() if isinstance(n, ast.AsyncFunctionDef) else None,
@@ -349,7 +595,8 @@ class _Builder:
         bases = [self.arg(b) for b in n.bases]
         keywords = [self.keyword(k) for k in n.keywords]
         return N.ClassDef(
-            name=N.Name(n.name), body=self.suite(n.body), bases=bases, keywords=keywords,
+            name=self._named(n.name, "def", n), body=self.suite(n.body), bases=bases,
+            keywords=keywords,
             decorators=[N.Decorator(decorator=self.expr(d)) for d in n.decorator_list],
             type_parameters=self.type_parameters(n))
 
@@ -479,9 +726,19 @@ class _Builder:
         return node
 
     def _alias(self, a):
-        return N.ImportAlias(name=self._dotted(a.name),
-                               asname=None if a.asname is None else
-                               N.AsName(name=N.Name(a.asname)))
+        node = N.ImportAlias(name=self._dotted(a.name),
+                             asname=None if a.asname is None else
+                             N.AsName(name=N.Name(a.asname)))
+        if self.origin is not None and hasattr(a, "end_col_offset"):  # Python >= 3.10
+            self.origin[id(node)] = a
+        return node
+
+    def _named(self, name: str, kind: str, n):
+        """The Name of an attribute or a definition, placed by its ``ast`` node ``n``."""
+        node = N.Name(name)
+        if self.origin is not None:
+            self.origin[id(node)] = _Placed(kind, n, name)
+        return node
 
     def s_import(self, n):
         return N.Import(names=[self._alias(a) for a in n.names])
@@ -497,10 +754,13 @@ class _Builder:
     # -- parameters and arguments --------------------------------------------------------
 
     def _param(self, a, default=None, star=""):
-        return N.Param(name=N.Name(a.arg),
+        node = N.Param(name=N.Name(a.arg),
                          annotation=None if a.annotation is None else
                          N.Annotation(self.expr(a.annotation)),
                          default=None if default is None else self.expr(default), star=star)
+        if self.origin is not None:
+            self.origin[id(node)] = _Placed("param", a, star)
+        return node
 
     def params(self, args: ast.arguments) -> cst.Parameters:
         positional = args.posonlyargs + args.args
@@ -522,13 +782,23 @@ class _Builder:
 
     def arg(self, a):
         if isinstance(a, ast.Starred):
-            return N.Arg(value=self.expr(a.value), star="*")
-        return N.Arg(value=self.expr(a))
+            node = N.Arg(value=self.expr(a.value), star="*")
+            if self.origin is not None:
+                self.origin[id(node)] = a
+        else:
+            node = N.Arg(value=self.expr(a))
+            if self.origin is not None:
+                self.origin[id(node)] = _Placed("arg", a, "")
+        return node
 
     def keyword(self, k):
         if k.arg is None:
-            return N.Arg(value=self.expr(k.value), star="**")
-        return N.Arg(value=self.expr(k.value), keyword=N.Name(k.arg))
+            node = N.Arg(value=self.expr(k.value), star="**")
+        else:
+            node = N.Arg(value=self.expr(k.value), keyword=N.Name(k.arg))
+        if self.origin is not None:
+            self.origin[id(node)] = k
+        return node
 
     # -- expressions ---------------------------------------------------------------------
 
@@ -626,6 +896,7 @@ class _Builder:
             self._inner_builder = _InnerBuilder(self.source)
             self._inner_builder.lines = self.lines
             self._inner_builder.origin = self.origin
+            self._inner_builder.inner = self.inner
         return self._inner_builder.expr(n)
 
     def e_subscript(self, n):
@@ -733,6 +1004,12 @@ class _InnerBuilder(_Builder):
 
     def _inner(self, n):
         return self.expr(n)
+
+    def expr(self, n):
+        node = super().expr(n)
+        if self.origin is not None:
+            self.inner.add(id(node))
+        return node
 
     def e_subscript(self, n):
         s = n.slice

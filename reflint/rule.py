@@ -74,6 +74,10 @@ class Rule:
         fix: Optional[Fix] = None
         if finding.fix is not None:
             fix = finding.fix(analysis)
+            if fix is None and getattr(finding.fix, "layout", False):
+                # The factory said no from the tree's layout (commas, whitespace): on the
+                # tree built from ``ast``, which has none, that is no answer (engine).
+                analysis.layout_fix_undecided = True
         return Diagnostic(path=path, line=line, column=col, code=self.code, name=self.name,
                           message=finding.message, end_line=end_line, end_column=end_col,
                           fix=fix, related=related)

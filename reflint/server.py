@@ -47,7 +47,6 @@ from pygls.uris import from_fs_path
 
 from . import __version__
 from . import server_reuse, server_worker
-from .codes import CODES
 from .config import ConfigError, Resolver
 from .diagnostics import SAFE, Diagnostic
 from .server_front import (DEFAULT_DEBOUNCE, DEFAULT_TIMEOUT, DEFAULT_WORKERS,  # noqa: F401
@@ -345,7 +344,7 @@ class ReflintServer(LanguageServer):
                            settings) -> tuple:
         """(diagnostics, line facts) from a worker. Past ``slow_after`` seconds the user is
         told (a log message) and the analysis goes on; it ends with its findings, or a
-        REF900/REF904 if its worker crashed or ran past ``--max-analysis-time``."""
+        REF903/REF904 if its worker crashed or ran past ``--max-analysis-time``."""
         future = None
         if state.early is not None:
             early_version, early_text, early_future = state.early
@@ -365,14 +364,16 @@ class ReflintServer(LanguageServer):
                 self.say_slow(path)
                 return await task
         except WorkerCrashed:
-            return [_crash(path, "the analysis process crashed on this text")], None
+            return [_crash(path, RuntimeError(
+                "the worker process checking this file died (a crash in a native parser, or "
+                "killed for memory)"))], None
         except WorkerTimeout:
             return [_not_checked(path, f"the analysis took longer than "
                                        f"{self.pool.timeout:g} s (reflint server "
                                        f"--max-analysis-time); stopped")], None
         except Exception as e:  # noqa: BLE001 - report, never crash the server
             log.exception("analysis failed")
-            return [_crash(path, f"internal error: {type(e).__name__}: {e}")], None
+            return [_crash(path, e)], None
 
     async def _lint(self, text: str, path: str, settings) -> tuple:
         return await self.pool.call(server_worker.lint_text, text, path, settings), None
@@ -589,9 +590,11 @@ def _parse_error(path: str, message: str) -> Diagnostic:
     return parse_error(path, message)
 
 
-def _crash(path: str, message: str) -> Diagnostic:
-    return Diagnostic(path=path, line=1, column=1, code=PARSE_ERROR, name=CODES[PARSE_ERROR],
-                      message=message, end_line=1, end_column=1)
+def _crash(path: str, error: BaseException) -> Diagnostic:
+    """REF903, as ``reflint check`` reports a failed worker (a bug in reflint, not the file)."""
+    from .engine import internal_error
+
+    return internal_error(path, error)
 
 
 def rule_markdown(code: str) -> Optional[str]:
@@ -665,28 +668,13 @@ def _apply(text: str, lines: list, edit: tuple) -> str:
 
 def _group_end(text: str, line: int) -> Optional[int]:
     """The last physical line of the token group (lines joined by a multi-line token or a
-    backslash) that contains ``line``: where a noqa comment covers ``line`` (as in flake8)."""
-    import io
-    import tokenize
+    backslash) that contains ``line``: where a noqa comment covers ``line`` (as in flake8).
+    The engine's one token scan of the text (``engine.token_scan``), shared with its noqa
+    check."""
+    from .engine import token_scan
 
-    try:
-        start = None
-        end = -1
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            tp, _, (sl, _), (el, _), _ = tok
-            if tp in (tokenize.ENDMARKER, tokenize.DEDENT):
-                continue
-            start = sl if start is None else min(start, sl)
-            end = max(end, el)
-            if tp in (tokenize.NL, tokenize.NEWLINE):
-                if start <= line <= end:
-                    return end
-                start, end = None, -1
-        if start is not None and start <= line <= end:
-            return end
-    except (tokenize.TokenError, SyntaxError):
-        pass
-    return line
+    scan = token_scan(text)
+    return line if scan is None else scan.group_end(line)
 
 
 def _minimal_edit(old: str, new: str) -> tuple:

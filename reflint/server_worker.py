@@ -14,16 +14,15 @@ from typing import Optional
 
 def lint_text(text: str, path: str, settings) -> list:
     """The diagnostics of ``text`` as ``reflint check`` reports them for a file ``path``
-    with these bytes (``reflint.cli._lint_task``: a failure is a REF900, not an exception)."""
-    from .engine import lint_source, parse_error
+    with these bytes (``reflint.cli._lint_task``: a failure is a REF903, not an exception)."""
+    from .engine import internal_error, lint_source
 
     enabled = gc.isenabled()
     gc.disable()  # as in the CLI: a syntax tree is many young objects without cycles
     try:
         return lint_source(text, path, settings).diagnostics
     except Exception as e:  # noqa: BLE001 - one bad text must not stop the server
-        return [parse_error(path, f"internal error while checking this file: "
-                                  f"{type(e).__name__}: {e}")]
+        return [internal_error(path, e)]
     finally:
         if enabled:
             gc.enable()

@@ -32,7 +32,7 @@ def via(transforms) -> str:
 
 def ref_name(analysis, expr, ref) -> str:
     if expr is not None:
-        text = analysis.module.code_for_node(expr).strip()
+        text = analysis.text_of(expr)
         if len(text) <= 40 and "\n" not in text:
             return text
     return ref.name or "the ref"

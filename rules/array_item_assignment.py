@@ -101,11 +101,11 @@ class ArrayItemAssignment(Rule):
             why = _array_reason(analysis, base, target.value, func)
             if why is None:
                 continue
-            text = analysis.module.code_for_node(target.value).strip()
+            text = analysis.text_of(target.value)
             if len(text) > 40 or "\n" in text:
                 text = "the array"
             if isinstance(stmt, cst.AugAssign):
-                op = analysis.module.code_for_node(stmt.operator).strip()
+                op = analysis.text_of(stmt.operator)
                 meth = _at_method().get(type(stmt.operator))
                 suggestion = f"`.at[...].{meth}(...)`" if meth else "an `.at[...]` update"
                 if isinstance(stmt.operator, cst.SubtractAssign):
@@ -130,10 +130,10 @@ def _array_reason(analysis, base, expr, func):
             return None
         node = base.node
         if isinstance(node, cst.Param):
-            ann = analysis.module.code_for_node(node.annotation.annotation).strip()
+            ann = analysis.text_of(node.annotation.annotation)
             return f"parameter `{node.name.value}` annotated `{ann}`"
         if isinstance(node, cst.Call):
-            return f"the result of {analysis.module.code_for_node(node.func).strip()}()"
+            return f"the result of {analysis.text_of(node.func)}()"
         if isinstance(node, cst.Subscript) and \
                 analysis.ref_of(node.value) is not None:
             return "read from a Ref"

@@ -94,7 +94,7 @@ class DifferentiatedValueWrittenToRef(Rule):
             if created_with_kind(analysis, acc.ref, api.NO_GRAD_KINDS):
                 continue  # `new_ref(..., kind="no_grad_no_remat")` takes differentiated values
             target = ref_name(analysis, acc.ref_expr, acc.ref)
-            value = analysis.module.code_for_node(acc.value_expr).strip()
+            value = analysis.text_of(acc.value_expr)
             if len(value) > 40 or "\n" in value:
                 value = "the written value"
             else:

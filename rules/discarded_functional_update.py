@@ -86,7 +86,7 @@ class DiscardedFunctionalUpdate(Rule):
             method = call.func.attr.value
             inner = receiver.value if isinstance(receiver, cst.Subscript) else None
             ref = analysis.ref_of(inner) if inner is not None else None
-            text = analysis.module.code_for_node(receiver).strip()
+            text = analysis.text_of(receiver)
             if len(text) > 40 or "\n" in text:
                 text = "the array"
             if ref is not None:

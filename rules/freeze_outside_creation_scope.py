@@ -133,7 +133,7 @@ class FreezeOutsideCreationScope(Rule):
         table = info.freeze_argument_error if status == "argument" and \
             info.freeze_argument_error else info.freeze_error
         runtime = api.by_version(table, v) or "JAX fails with an internal error"
-        call = analysis.module.code_for_node(fr.node.func).strip()
+        call = analysis.text_of(fr.node.func)
         return (f"{call}({name}) in {where} freezes {what}, but a ref can only be frozen "
                 f"in the scope that created it; {runtime}. Read it with {name}[...] here and "
                 f"freeze it where it was created")

@@ -90,7 +90,7 @@ class GradRefTypeMismatch(Rule):
                 if what is None:
                     continue
                 name = ref_name(analysis, arg.value, value)
-                ptext = analysis.module.code_for_node(pexpr).strip()
+                ptext = analysis.text_of(pexpr)
                 if len(ptext) > 30 or "\n" in ptext:
                     ptext = f"primal {i}"
                 yield Finding(arg.value, (

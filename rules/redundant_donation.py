@@ -233,6 +233,7 @@ def _fix_factory(call, arg, items, removed, applicability):
         return Fix(f"Remove `{arg.keyword.value}=` (Refs are always donated)", edits,
                    applicability)
 
+    make.layout = True  # _remove_arg_edits reads the commas (reflint.rule.to_diagnostic)
     return make
 
 

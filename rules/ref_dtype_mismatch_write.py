@@ -102,7 +102,7 @@ class RefDtypeMismatchWrite(Rule):
             if created is not None:
                 line = analysis.line_of(created.node)
                 init = created.init_expr
-                text = analysis.module.code_for_node(init).strip() if init is not None else ""
+                text = analysis.text_of(init) if init is not None else ""
                 if line and text and len(text) <= 40:
                     where = f" (created on line {line} from `{text}`)"
                 elif line:
@@ -147,7 +147,7 @@ def _int_literal(expr) -> bool:
 
 
 def _float_text(analysis, expr) -> str:
-    text = analysis.module.code_for_node(expr).strip()
+    text = analysis.text_of(expr)
     return text + ".0"
 
 

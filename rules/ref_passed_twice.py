@@ -105,7 +105,7 @@ class RefPassedTwice(Rule):
                 elif id(expr) in params:
                     label = f"parameter {params[id(expr)]}"
                 else:
-                    label = analysis.module.code_for_node(expr).strip()
+                    label = analysis.text_of(expr)
                 for ref, path in iter_refs(value):
                     key = ref.key
                     if not ref.unique:
@@ -140,7 +140,7 @@ def _which(analysis, call) -> str:
     target = call.targets[0]
     if target.is_lambda or not isinstance(analysis.value_of(call.node.func), OneOf):
         return out
-    text = analysis.module.code_for_node(call.node.func).strip()
+    text = analysis.text_of(call.node.func)
     if len(text) <= 40 and "\n" not in text and text.rsplit(".", 1)[-1] != target.name:
         out += f" (when `{text}` is {target.name})"
     return out

@@ -90,7 +90,7 @@ class RefReturned(Rule):
             role = api.API[t.transform].role
             if not api.role_info(role).no_ref_outputs:
                 continue
-            ctor = analysis.module.code_for_node(t.transform_node.args[0].value).strip()
+            ctor = analysis.text_of(t.transform_node.args[0].value)
             msg = (f"{ctor} itself is traced as {role_word(role)}: the function returns the "
                    f"ref it creates, and refs cannot be returned from traced functions — call "
                    f"{ctor} outside the transform, or return the new ref's value from a "

@@ -122,7 +122,7 @@ class RefUsedAsArray(Rule):
                     msg += (f" (JAX evaluates it to {use.detail == '!='} without comparing "
                             "values)")
             elif use.kind == "call_arg":
-                fn = analysis.module.code_for_node(use.context.func).strip()
+                fn = analysis.text_of(use.context.func)
                 a = api.lookup(use.detail)
                 msg = f"{name} is a Ref passed to {fn}, " + (
                     a.word if a is not None and a.family is api.Family.ARRAY and a.word

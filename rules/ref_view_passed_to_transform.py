@@ -87,7 +87,7 @@ class RefViewPassedToTransform(Rule):
                 if view is None:
                     continue
                 seen.add(id(expr))
-                text = analysis.module.code_for_node(expr).strip()
+                text = analysis.text_of(expr)
                 if len(text) > 40 or "\n" in text:
                     text = "the argument"
                 base = f" (a view {view.name}{view.view} of {view.name})" if view.name else \

@@ -176,5 +176,5 @@ def _spelling(analysis, node) -> str:
             expr = expr.args[0].value
         else:
             expr = expr.func
-    text = analysis.module.code_for_node(expr).strip()
+    text = analysis.text_of(expr)
     return text if len(text) <= 30 and "\n" not in text else "jax.checkpoint"

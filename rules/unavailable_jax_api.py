@@ -104,7 +104,7 @@ class UnavailableJaxApi(Rule):
                     parents = parents_of(analysis)
                 if _guarded(analysis, parents, creation.node):
                     continue
-                fn = analysis.module.code_for_node(creation.node.func).strip()
+                fn = analysis.text_of(creation.node.func)
                 yield Finding(arg, f"{fn}(..., {arg.keyword.value}=...) is not accepted by JAX "
                                    f"{target} (the keyword exists in JAX {where}); it fails "
                                    f"with TypeError: unexpected keyword argument "
@@ -225,10 +225,10 @@ def _guarded(analysis, parents, node) -> bool:
                 child is cur.body and cur.handlers:
             return True
         if isinstance(cur, (cst.If, cst.IfExp)) and child is not cur.test:
-            if _COMPAT_TEST.search(analysis.module.code_for_node(cur.test)):
+            if _COMPAT_TEST.search(analysis.text_of(cur.test)):
                 return True
         if isinstance(cur, cst.BooleanOperation) and child is cur.right and \
-                _COMPAT_TEST.search(analysis.module.code_for_node(cur.left)):
+                _COMPAT_TEST.search(analysis.text_of(cur.left)):
             return True
         child, cur = cur, parents.get(id(cur))
     return False

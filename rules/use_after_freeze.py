@@ -112,7 +112,7 @@ class UseAfterFreeze(Rule):
             name = event.node.value if isinstance(event.node, cst.Name) else "the ref"
             freeze_line = analysis.line_of(event.freeze_node)
             freed = _callee(analysis, event.freeze_node) == api.FREE_REF
-            call = analysis.module.code_for_node(event.freeze_node).strip()
+            call = analysis.text_of(event.freeze_node)
             if len(call) > 40 or "\n" in call:
                 call = "free_ref" if freed else "freeze"
             at = f" on line {freeze_line}" if freeze_line else ""

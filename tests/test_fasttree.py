@@ -241,6 +241,100 @@ def test_same_tree_as_libcst_on_generated_programs(source):
 
 
 # --------------------------------------------------------------------------------------------
+# Positions and text: the fast tree's (from ``ast``) are libcst's
+# --------------------------------------------------------------------------------------------
+
+
+def _pairs(a, b, out):
+    """The nodes of two trees of the same shape, paired in order (layout nodes aside)."""
+    out.append((a, b))
+    ka = [c for c in child_nodes(a) if not isinstance(c, _LAYOUT)]
+    kb = [c for c in child_nodes(b) if not isinstance(c, _LAYOUT)]
+    assert len(ka) == len(kb)
+    for x, y in zip(ka, kb):
+        _pairs(x, y, out)
+    return out
+
+
+def assert_same_positions(source: str, where: str = "") -> int:
+    """Every node the fast tree places (its ``ast`` positions, exact ones only) has libcst's
+    range, and ``text`` is libcst's ``code_for_node``, stripped. Returns how many were
+    compared."""
+    real = parse_module(source)
+    record: dict = {}
+    fast = fasttree.convert(source, None, record)
+    ranges = cst.metadata.MetadataWrapper(real, unsafe_skip_copy=True).resolve(
+        cst.metadata.PositionProvider)
+    exact = record["positions"].exact()
+    n = 0
+    for r, f in _pairs(real, fast, []):
+        got = exact.get(f)
+        if got is None or isinstance(r, cst.Module):
+            continue
+        n += 1
+        assert got == ranges[r], f"{where}: {type(r).__name__} {real.code_for_node(r)!r}"
+        text = exact.text(f)  # None: not known (the engine then uses libcst's tree)
+        if isinstance(r, cst.BaseExpression) and text is not None:  # what messages quote
+            assert text == real.code_for_node(r).strip(), \
+                f"{where}: {type(r).__name__} {real.code_for_node(r)!r}"
+    return n
+
+
+PAREN_CASES = """
+x = (a, b)
+y = ((a), (b,), ((c)), ( d ))
+f((a, b)); f(((a, b))); f(x for x in y); f((x for x in y)); g = (x for x in y)
+f(a, (b)); f((a), b); f(( a )); f(*(a), **(k)); f(k=(v)); (f)(x); (f)((x))
+if (a): pass
+while(b): break
+z = [(i) for (i) in (k) if (i)]
+w = {(k): (v) for k, v in (d).items()}
+t = x[(1)] + x[(1, 2)] + x[1, (2)] + x[(a):(b)]
+del (c)
+return_ = lambda: (a)
+not (a) and (b) or (c)
+u = (  # comment
+    a,  # more
+    b,
+)
+v = (
+    call(
+        x,
+    )  # after
+)
+class K((Base), metaclass=(M)):
+    def m(self, a=(1), *args, b: (int) = (2), **kw) -> (int):
+        return (a)
+async def h():
+    await (x)
+    yield (y)
+    return (lambda q: (q))
+@(deco)
+def d(): pass
+print(f"{(a)} {b!r:>{(w)}}", ("s" "t"), (1 if c else 2))
+"""
+
+
+def test_same_positions_and_text_with_parentheses():
+    assert assert_same_positions(PAREN_CASES.lstrip("\n"), "parens") > 100
+
+
+@pytest.mark.parametrize("name", sorted(SYNTAX))
+def test_same_positions_on_every_construct(name):
+    source = SYNTAX[name]
+    if not source.startswith("x = 1"):
+        source = textwrap.dedent(source).lstrip("\n")
+    assert_same_positions(source, name)
+
+
+@pytest.mark.parametrize("path", fixture_files()[::3] + sorted(
+    glob.glob(os.path.join(ROOT, "examples", "*.py"))), ids=lambda p: os.path.relpath(p, ROOT))
+def test_same_positions_on_fixtures(path):
+    with open(path, encoding="utf-8") as fh:
+        assert_same_positions(fh.read(), path)
+
+
+# --------------------------------------------------------------------------------------------
 # Findings
 # --------------------------------------------------------------------------------------------
 
@@ -283,13 +377,69 @@ def test_clean_file_is_not_parsed_by_libcst(monkeypatch):
     assert calls == []
 
 
-def test_findings_come_from_libcst_tree(monkeypatch):
+def test_findings_come_from_the_fast_tree(monkeypatch):
+    """A finding without a fix: one analysis, of the fast tree; libcst never parses."""
     calls = _count_libcst_parses(monkeypatch)
     diags = lint_source(BAD, "bad.py", ALL).diagnostics
     assert [d.code for d in diags] == ["REF001"]
     assert (diags[0].line, diags[0].column) == (6, 12)
-    assert calls == [BAD]
+    assert calls == []
     assert diags == lint_source(BAD, "bad.py", ALL, use_prefilter=False).diagnostics
+    assert [d.message for d in diags] == \
+        [d.message for d in lint_source(BAD, "bad.py", ALL, use_prefilter=False).diagnostics]
+
+
+FIXABLE = "import jax\n\n@jax.jit\ndef f(x_ref):\n    return (x_ref) * 2\n\n" \
+          "f(jax.new_ref(1.0))\n"
+
+
+def test_fix_edits_are_built_by_libcst_when_read(monkeypatch):
+    """``lazy_fixes``: the finding says it is fixable (message, applicability) without
+    libcst; its edits come from libcst's tree, parsed once for the file, when first read."""
+    from reflint.diagnostics import LazyFix
+
+    calls = _count_libcst_parses(monkeypatch)
+    diags = lint_source(FIXABLE, "fix.py", ALL, lazy_fixes=True).diagnostics
+    assert calls == []
+    fixed = [d for d in diags if d.fix is not None]
+    assert fixed and all(isinstance(d.fix, LazyFix) for d in fixed)
+    calls_before = len(calls)
+    exact = lint_source(FIXABLE, "fix.py", ALL, use_prefilter=False).diagnostics
+    assert len(calls) == calls_before + 1
+    assert [d.to_json() for d in diags] == [d.to_json() for d in exact]
+    assert len(calls) == calls_before + 2  # the lazy fixes' one parse
+    # Without lazy_fixes, a file with a fix is analysed on libcst's tree, as before.
+    eager = lint_source(FIXABLE, "fix.py", ALL).diagnostics
+    assert not any(isinstance(d.fix, LazyFix) for d in eager)
+    assert [d.to_json() for d in eager] == [d.to_json() for d in exact]
+
+
+def test_lazy_fixes_survive_pickling_and_the_cache_format():
+    import pickle
+
+    from reflint.diagnostics import Diagnostic, LazyFix
+
+    diags = lint_source(FIXABLE, "fix.py", ALL, lazy_fixes=True).diagnostics
+    expected = [d.to_json() for d in lint_source(FIXABLE, "fix.py", ALL,
+                                                 use_prefilter=False).diagnostics]
+    again = pickle.loads(pickle.dumps(diags))
+    assert [d.to_json() for d in again] == expected
+    cached = [Diagnostic.from_json(d.to_json(resolve=False)) for d in diags]
+    assert any(isinstance(d.fix, LazyFix) and not d.fix.resolved for d in cached)
+    engine.attach_fix_source(cached, FIXABLE, "fix.py", ALL)
+    assert [d.to_json() for d in cached] == expected
+
+
+@pytest.mark.parametrize("path", fixture_files(), ids=os.path.basename)
+def test_same_diagnostics_with_lazy_fixes(path):
+    """Fixture by fixture, the findings of the one analysis on the fast tree (positions,
+    messages, related notes, and the fixes their edits come from libcst's tree) are those of
+    libcst's own tree."""
+    with open(path, encoding="utf-8") as fh:
+        source = fh.read()
+    fast = lint_source(source, path, ALL, lazy_fixes=True).diagnostics
+    exact = lint_source(source, path, ALL, use_prefilter=False).diagnostics
+    assert [d.to_json() for d in fast] == [d.to_json() for d in exact]
 
 
 @pytest.mark.parametrize("failure", [fasttree.Unsupported("x"), KeyError("x"),

@@ -3,8 +3,9 @@ segmentation fault in libcst's parser), aborts or runs out of memory costs a dia
 that file; the run, the other files' findings and fixes go on: with one file, several,
 ``-j 1``, the worker pool, standard input and ``--fix``.
 
-The crash is injected in a subprocess (``engine.parse_module`` replaced by one that reads
-address 0 when the source holds a marker), so no test relies on a real parser bug.
+The crash is injected in a subprocess (``engine.parse_module`` and ``fasttree.convert``
+replaced by ones that read address 0 when the source holds a marker), so no test relies on a
+real parser bug.
 """
 
 from __future__ import annotations
@@ -40,6 +41,17 @@ RUNNER = textwrap.dedent("""\
             ctypes.string_at(0)
         return orig(source)
     engine.parse_module = parse
+    # The findings come from the tree built from the stdlib ast (libcst parses only for a
+    # fix's edits): the crash is injected where every analysed file passes, too.
+    from reflint import fasttree
+    orig_convert = fasttree.convert
+    def convert(source, *a, **k):
+        if "# CRASH" in source:
+            ctypes.string_at(0)
+        if "# ABORT" in source:
+            os.abort()
+        return orig_convert(source, *a, **k)
+    fasttree.convert = convert
     orig_check = engine.check_module
     def check(module, path, settings, source=None, *a, **k):
         if source and "# HOG" in source:

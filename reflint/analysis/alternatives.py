@@ -34,14 +34,14 @@ from .syntax import (
 _CALLABLES = (FuncVal, OneOf, QN, TransformVal)
 
 
-def _tag_via(result, target, expr, alt, module) -> Optional[Value]:
+def _tag_via(result, target, expr, alt, text_of) -> Optional[Value]:
     """``result`` of applying ``alt``, one of a Choice read at ``expr``, to ``target``: when it
     is ``target`` with one more transform, that transform is marked as applied through the
     Choice (`via`)."""
     if isinstance(result, FuncVal) and isinstance(target, FuncVal) and \
             len(result.transforms) == len(target.transforms) + 1 and \
             not result.transforms[-1].via:
-        text = module.code_for_node(expr).strip()
+        text = text_of(expr)
         if isinstance(alt, QN):
             what = alt.qualname
         elif isinstance(alt, TransformVal):

@@ -103,7 +103,7 @@ class CallsMixin:
             # `{"jit": jax.jit, "vmap": jax.vmap}[name](f)`: each may be the one called.
             target = _first_positional(args)
             return _one_of(_tag_via(self._call_alternative(node, v, args, state), target,
-                                    node.func, v, self.module)
+                                    node.func, v, self.text_of)
                            for _, v in fv.alts)
         if isinstance(fv, OneOf):
             # `kernel = a if c else b; kernel(...)`, `if jit: f = jax.jit(f)`: each runs.

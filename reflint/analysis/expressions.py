@@ -106,7 +106,7 @@ class ExpressionsMixin:
                     root.value not in state.env:
                 # `model.bias` read through a closed-over `model`: a closed-over ref.
                 label = f"{root.value}.{attr}" if root is node.value else \
-                    self.module.code_for_node(node).strip()
+                    self.text_of(node)
                 self._note_closure(root.value, label, value, node)
             return value
         if isinstance(base, RefVal):
@@ -166,7 +166,7 @@ class ExpressionsMixin:
             if type(node.value) is cst.Name and node.value.value not in state.env:
                 # `pool[0]` read through a closed-over `pool`: a closed-over ref.
                 self._note_closure(node.value.value,
-                                   self.module.code_for_node(node).strip(), item, node)
+                                   self.text_of(node), item, node)
             return item
         if isinstance(base, SpecialVal) and base.kind == "ref_at":
             return as_view(base.target, ".at[...]")

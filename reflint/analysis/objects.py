@@ -121,7 +121,7 @@ class ObjectsMixin:
                     continue
                 for small in stmt.body:
                     if type(small) is cst.AnnAssign and type(small.target) is cst.Name:
-                        ann = self.module.code_for_node(small.annotation.annotation)
+                        ann = self.text_of(small.annotation.annotation)
                         if "ClassVar" in ann or "InitVar" in ann:
                             continue
                         own.append((small.target.value, small.value))

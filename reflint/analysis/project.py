@@ -127,7 +127,7 @@ class ProjectMixin:
         if a is None:
             return
         funcs = value.alts if isinstance(value, OneOf) else (value,)
-        text = self.module.code_for_node(node.func).strip()
+        text = self.text_of(node.func)
         for fv in funcs:
             if not isinstance(fv, FuncVal) or fv.transforms or fv.self_value is not None:
                 continue

@@ -410,6 +410,19 @@ class QueriesMixin:
         pos = self.position(node)
         return pos[0] if pos else None
 
+    def text_of(self, node: cst.CSTNode) -> str:
+        """The source text of ``node``, with its own parentheses, stripped (for messages).
+
+        On libcst's own tree, ``module.code_for_node``; on the tree built from the stdlib
+        ``ast`` (reflint.fasttree, which has default whitespace and no parentheses or
+        comments), the same text read from the source by the node's ``ast`` positions."""
+        text = getattr(self._positions, "text", None)
+        if text is not None:
+            found = text(node)
+            if found is not None:
+                return found.strip()
+        return self.module.code_for_node(node).strip()
+
     def position(self, node: cst.CSTNode):
         """(line, column, end_line, end_column), 1-based columns; computed lazily."""
         if self._positions is None:

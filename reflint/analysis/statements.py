@@ -57,7 +57,7 @@ from .state import (
 )
 from .syntax import (
     _as_name,
-    _binds_name,
+    _bound_names,
     _body,
     _in_own_scope,
     child_nodes,
@@ -488,7 +488,7 @@ class StatementsMixin:
         if isinstance(dv, Choice):
             # `@transform` with `transform = {"jit": jax.jit, "vmap": jax.vmap}[name]`.
             return _one_of(_tag_via(self._apply_decorator(v, fv, node, state), fv, node, v,
-                                    self.module)
+                                    self.text_of)
                            for _, v in dv.alts)
         if isinstance(dv, OneOf):
             return _one_of(self._apply_decorator(v, fv, node, state) for v in dv.alts)
@@ -706,9 +706,11 @@ class StatementsMixin:
                 any(type(x) in (cst.Import, cst.ImportFrom) for x in st.body))]
             defined = {st.name.value for st in body
                        if type(st) in (cst.FunctionDef, cst.ClassDef)}
+            if not found:
+                return {}
+            bound = _bound_names(others)  # one walk, not one per imported name
             return {name: qns[0] for name, qns in found.items()
-                    if len(qns) == 1 and name not in defined and
-                    not any(_binds_name(st, name) for st in others)}
+                    if len(qns) == 1 and name not in defined and name not in bound}
         return self.cached("late imports", build)
 
     def _call_time_value(self, name: str, info: FunctionInfo, scope: FunctionInfo, value):

@@ -184,6 +184,23 @@ def _binds_name(stmt, name: str) -> bool:
     return False
 
 
+def _bound_names(stmts) -> set:
+    """Every name that ``_binds_name`` finds bound in one of ``stmts``, in one walk."""
+    out: set = set()
+    for n in walk_nodes(list(stmts), into=_in_own_scope):
+        t = type(n)
+        if t is cst.AssignTarget:
+            target = n.target
+        elif t in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr):
+            target = n.target
+        elif t is cst.AsName:
+            target = n.name
+        else:
+            continue
+        out.update(_target_names(target))
+    return out
+
+
 def _is_docstring(stmt) -> bool:
     return type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 and \
         type(stmt.body[0]) is cst.Expr and \

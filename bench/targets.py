@@ -1,0 +1,142 @@
+"""Benchmark: issue 23's performance targets, in CPU time, next to ruff on the same inputs.
+
+* ``pallas_test.py`` (JAX's tests/pallas/pallas_test.py, 2,910 lines with findings):
+  ``reflint check --no-cache FILE``, CPU seconds (target <= 0.35);
+* the installed sources of jax, flax, optax and chex, cold (``--no-cache``), ``-j 1``: CPU
+  seconds against the floor of any Python linter, ``ast.parse`` of every file in one process
+  (target <= 2x);
+* the same with ``-j 2`` against ``-j 1``: wall time (target <= 0.6x; needs 2 idle cores);
+* start-up: ``reflint check --no-cache`` of a three-line file, CPU seconds (target <= 0.1).
+
+CPU time is the process's and its workers' (``os.wait4``: user + system of the process and
+the children it waited for), the best of ``--runs``; wall time likewise. The load average
+is printed with the numbers: on a shared machine CPU time is the figure to read (wall time
+is not), and even CPU time grows under load (shared caches), so compare numbers taken in the
+same run. Not a test: nothing fails on timings.
+
+    python bench/targets.py
+    python bench/targets.py --python /path/venv/bin/python --ruff /path/ruff --runs 5
+    python bench/targets.py --site /path/site-packages --pallas /path/pallas_test.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+FLOOR = """
+import ast, sys
+for path in sys.argv[1:]:
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        ast.parse(data)
+    except (SyntaxError, ValueError):
+        pass
+"""
+
+TINY = "import jax\n\nx = jax.numpy.zeros(3)\n"
+
+
+def measure(cmd: list, runs: int, cwd=None) -> tuple:
+    """(best CPU seconds, best wall seconds) of ``cmd`` over ``runs`` runs."""
+    cpu, wall = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                cwd=cwd)
+        _, _, usage = os.wait4(proc.pid, 0)
+        proc.returncode = 0
+        wall.append(time.perf_counter() - start)
+        cpu.append(usage.ru_utime + usage.ru_stime)
+    return min(cpu), min(wall)
+
+
+def sources(site: str, packages: list) -> list:
+    out = []
+    for p in packages:
+        out += sorted(glob.glob(os.path.join(site, p, "**", "*.py"), recursive=True))
+    return out
+
+
+def line(name: str, value: float, unit: str, target: str = "", ruff=None) -> str:
+    text = f"  {name:<44} {value:8.3f} {unit}"
+    if ruff is not None:
+        text += f"   (ruff {ruff:.3f} {unit})"
+    if target:
+        text += f"   target {target}"
+    return text
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--python", default=sys.executable, help="interpreter with reflint")
+    ap.add_argument("--ruff", default=shutil.which("ruff") or
+                    os.path.join(os.path.dirname(sys.executable), "ruff"))
+    ap.add_argument("--site", default=sysconfig.get_paths()["purelib"],
+                    help="site-packages holding the packages")
+    ap.add_argument("--packages", nargs="+", default=["jax", "flax", "optax", "chex"])
+    ap.add_argument("--pallas", default="/work/corpus/jax/tests/pallas/pallas_test.py")
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args(argv)
+    ruff = args.ruff if os.path.exists(args.ruff) else None
+    reflint = [args.python, "-m", "reflint", "check", "--no-cache", "--exit-zero", "-q"]
+    ruff_cmd = [ruff, "check", "--no-cache", "--exit-zero", "-q"] if ruff else None
+    print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        # Start-up: a tiny file.
+        tiny = os.path.join(tmp, "tiny.py")
+        with open(tiny, "w") as fh:
+            fh.write(TINY)
+        # One untimed run first: Python's bytecode cache written, the OS's caches warm.
+        subprocess.run(reflint + [tiny], cwd=tmp, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        cpu, _ = measure(reflint + [tiny], args.runs, cwd=tmp)
+        rc = measure(ruff_cmd + [tiny], args.runs, cwd=tmp)[0] if ruff else None
+        results["tiny"] = cpu
+        print("start-up (a three-line file):")
+        print(line("reflint check tiny.py, CPU", cpu, "s", "<= 0.1", rc))
+        # pallas_test.py
+        if os.path.exists(args.pallas):
+            cpu, wall = measure(reflint + [args.pallas], args.runs, cwd=tmp)
+            rc = measure(ruff_cmd + [args.pallas], args.runs, cwd=tmp)[0] if ruff else None
+            results["pallas"] = cpu
+            print(f"{args.pallas}:")
+            print(line("reflint check, CPU", cpu, "s", "<= 0.35", rc))
+        # The installed sources.
+        files = sources(args.site, args.packages)
+        dirs = [os.path.join(args.site, p) for p in args.packages
+                if os.path.isdir(os.path.join(args.site, p))]
+        if files:
+            floor_py = os.path.join(tmp, "floor.py")
+            with open(floor_py, "w") as fh:
+                fh.write(FLOOR)
+            floor, _ = measure([args.python, floor_py, *files], args.runs, cwd=tmp)
+            cpu1, wall1 = measure(reflint + ["-j", "1", *dirs], args.runs, cwd=tmp)
+            cpu2, wall2 = measure(reflint + ["-j", "2", *dirs], args.runs, cwd=tmp)
+            rc = measure(ruff_cmd + dirs, args.runs, cwd=tmp)[0] if ruff else None
+            results.update(floor=floor, cold=cpu1, j1=wall1, j2=wall2)
+            print(f"{' '.join(args.packages)} ({len(files)} files), cold:")
+            print(line("ast.parse of every file (the floor), CPU", floor, "s"))
+            print(line("reflint -j 1, CPU", cpu1, "s", "", rc))
+            print(line("reflint -j 1 CPU / floor", cpu1 / floor, "x", "<= 2"))
+            print(line("reflint -j 1, wall", wall1, "s"))
+            print(line("reflint -j 2, wall", wall2, "s"))
+            print(line("reflint -j 2 CPU", cpu2, "s"))
+            print(line("-j 2 wall / -j 1 wall", wall2 / wall1, "x", "<= 0.6"))
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
