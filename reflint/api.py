@@ -1025,6 +1025,35 @@ def is_array_function(qualname: str) -> bool:
     return False
 
 
+# Modules whose array functions reject an unread Ref with an error on JAX 0.10.2 and 0.12
+# (REF007's runtime messages): a name passed to one is not a ref in a program that runs
+# (REF023's evidence, analysis/arrayness.py). Not NumPy or `math`: a concrete Ref converts.
+REF_REJECTING_MODULES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "jax.random.",
+                         "jax._src.numpy.", "jax._src.lax.lax.")
+# Array functions that accept a ref without an error on some line (silently wrong:
+# `lax.stop_gradient(ref)` returns it, `jnp.asarray(ref)` inside jit on 0.10.2 gives a
+# Ref-typed tracer): no evidence either way.
+REF_TOLERANT_FUNCTIONS = frozenset({"asarray", "array", "stop_gradient", "optimization_barrier",
+                                    "copy"})
+# Methods of an Array that a ref lacks on every line (not the ref views of
+# REF_VIEW_ATTRIBUTES): their result is never a ref, and a name they are called on is none.
+NON_REF_RESULT_METHODS = frozenset({
+    "sum", "mean", "max", "min", "prod", "std", "var", "astype", "squeeze", "ravel", "flatten",
+    "dot", "argmax", "argmin", "argsort", "sort", "cumsum", "cumprod", "clip", "round", "conj",
+    "conjugate", "any", "all", "repeat", "take", "trace", "diagonal", "swapaxes", "item",
+    "tolist"})
+
+
+def rejects_refs(qualname: str) -> bool:
+    """An array function that raises on an unread ref on every measured JAX line."""
+    if not qualname.startswith(REF_REJECTING_MODULES) or not is_array_function(qualname):
+        return False
+    a = lookup(qualname)
+    if a is not None and a.accepts_refs_since is not None:
+        return False
+    return qualname.rsplit(".", 1)[1] not in REF_TOLERANT_FUNCTIONS
+
+
 def returns_jax_array(qualname: str) -> bool:
     if canonical(qualname) is not None:
         return False

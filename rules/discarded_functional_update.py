@@ -79,8 +79,8 @@ class DiscardedFunctionalUpdate(Rule):
         for func, stmt, call in _discarded_updates(analysis):
             receiver = call.func.value.value.value
             value = analysis.value_of(receiver)
-            if not isinstance(value, ArrayVal):
-                continue  # unknown: may be a ref (`plgpu.remote_ref(...)`), whose update writes
+            if not isinstance(value, ArrayVal) and not analysis.not_a_ref(receiver, func):
+                continue  # may be a ref (`plgpu.remote_ref(...)`), whose update writes
             if _expects_error(analysis, stmt):
                 continue
             method = call.func.attr.value
