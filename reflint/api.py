@@ -16,6 +16,7 @@ section 2e (and docs/jax-versions.md for 0.11 and later).
 
 from __future__ import annotations
 
+import re
 import enum
 from dataclasses import dataclass
 from typing import Optional
@@ -1042,6 +1043,31 @@ NON_REF_RESULT_METHODS = frozenset({
     "dot", "argmax", "argmin", "argsort", "sort", "cumsum", "cumprod", "clip", "round", "conj",
     "conjugate", "any", "all", "repeat", "take", "trace", "diagonal", "swapaxes", "item",
     "tolist"})
+
+
+# Flax NNX APIs that make Variables holding refs (`nnx.Param(x, ref=True)`, `nnx.use_refs`,
+# `nnx.to_refs`, `nnx.var_defaults(ref=True)` ...): in a file that mentions them, a Variable
+# may hold a ref, does arithmetic, and writes through `.at[i].set(v)` on JAX 0.12 (flax
+# 0.12.12, measured): REF023's evidence from uses is not taken there.
+NNX_REF_MODE = re.compile(r"\b(?:use_refs|to_refs|var_defaults|vars_as|with_vars|new_ref|"
+                          r"mutable_array|array_ref|Ref)\b|\bref\s*=\s*True")
+
+
+# Array functions (of JAX_ARRAY_MODULES) whose result is a tuple/list of Arrays:
+# `a, b = jnp.split(x, 2)` binds Arrays (not the control-flow ones, whose result is a carry).
+ARRAY_SEQUENCE_FUNCTIONS = SEQUENCE_RESULT_FUNCTIONS - frozenset({
+    "scan", "while_loop", "fori_loop", "cond", "switch", "map", "associative_scan", "reduce",
+    "optimization_barrier", "linear_solve", "custom_root", "custom_linear_solve", "shape",
+    "dtype", "iinfo", "finfo", "result_type", "promote_types", "broadcast_shapes",
+    "initializers", "all_gather", "psum", "pmean", "pmax", "pmin", "ppermute"})
+
+
+# Parameter annotations that say Array (REF023's evidence: a value passed there is no ref):
+# jax.Array, and jaxtyping's (`Array`, `Float[Array, "n"]` ...), chex's.
+ARRAY_ANNOTATIONS = ARRAY_TYPES | frozenset(
+    {f"jaxtyping.{n}" for n in ("Array", "Float", "Int", "Bool", "Shaped", "Num", "Real",
+                                 "Inexact", "Integer", "UInt", "Complex", "Float32",
+                                 "Int32", "BFloat16")} | {"chex.Array"})
 
 
 def rejects_refs(qualname: str) -> bool:

@@ -29,7 +29,7 @@ from typing import Optional
 import libcst as cst
 
 from .. import api
-from ..values import ArrayVal, RefVal, contains_ref
+from ..values import ArrayVal, FuncVal, RefVal, SeqVal, contains_ref
 from .facts import FunctionInfo
 from .syntax import _in_own_scope, _target_names, walk_nodes
 
@@ -41,12 +41,26 @@ _ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.
 
 class ArraynessMixin:
 
-    def not_a_ref(self, expr, info: Optional[FunctionInfo]) -> bool:
+    def not_a_ref(self, expr, info: Optional[FunctionInfo], at=None) -> bool:
         """True when the value of ``expr`` (in the function ``info``) is never a ref (see the
-        module docstring); False when it may be one or the analysis does not know."""
+        module docstring); False when it may be one or the analysis does not know. ``at``: the
+        statement (directly in ``info``'s body or its blocks) where the value is asked; a name
+        is then also judged by the uses that see the same value there."""
         if info is None:
             return False
-        return self._non_ref(expr, info, 0)
+        if self._non_ref(expr, info, 0):
+            return True
+        if at is not None and type(expr) is cst.Name and self._values.get(id(expr)) is None \
+                and not self._nnx_refs_possible():
+            name = expr.value
+            if info.is_module or self.free_name_scope(name, info) is None:
+                return self._window_evidence(info, name, at, 0)
+        return False
+
+    def _nnx_refs_possible(self) -> bool:
+        """The file uses Flax NNX and may make Variables that hold refs: a Variable does
+        arithmetic, and one holding a ref writes through `.at[i].set(v)` on JAX 0.12."""
+        return "nnx" in self.source and api.NNX_REF_MODE.search(self.source) is not None
 
     # -- expressions -------------------------------------------------------------------------
 
@@ -72,9 +86,63 @@ class ArraynessMixin:
                 return True  # an Array (or None: `ref.at[i].set(v)` returns nothing)
             if method in api.NON_REF_RESULT_METHODS:
                 return True  # `x.astype(t)`: an Array (a ref has no such method)
+        if t is cst.Call and depth < _MAX_DEPTH:
+            return self._returns_non_ref(expr, None, depth + 1)
         if t is cst.Name and value is None and depth < _MAX_DEPTH:
             return self._name_not_ref(expr.value, info, depth + 1)
         return False
+
+    def _non_ref_item(self, expr, index: int, info: FunctionInfo, depth: int) -> bool:
+        """Item ``index`` of the sequence ``expr`` evaluates to is never a ref."""
+        value = self._values.get(id(expr))
+        if isinstance(value, SeqVal) and index < len(value.items):
+            item = value.items[index]
+            if isinstance(item, ArrayVal):
+                return True
+            if item is not None and contains_ref(item):
+                return False
+        t = type(expr)
+        if t in (cst.Tuple, cst.List):
+            els = expr.elements
+            return index < len(els) and type(els[index]) is not cst.StarredElement and \
+                not any(type(e) is cst.StarredElement for e in els[:index]) and \
+                self._non_ref(els[index].value, info, depth)
+        if depth >= _MAX_DEPTH:
+            return False
+        if t is cst.Call:
+            qn = getattr(self._values.get(id(expr.func)), "qualname", "")
+            if qn.startswith(api.JAX_ARRAY_MODULES) and \
+                    qn.rsplit(".", 1)[1] in api.ARRAY_SEQUENCE_FUNCTIONS:
+                return True  # `a, b = jnp.split(x, 2)`: Arrays
+            return self._returns_non_ref(expr, index, depth + 1)
+        if t is cst.Name and value is None:
+            scope = self.free_name_scope(expr.value, info) or info
+            if scope is info and not scope.is_module and scope.param(expr.value) is not None:
+                facts = self._name_facts(scope).get(expr.value)
+                if facts is None or not facts[0]:  # the parameter, never rebound
+                    return self._param_not_ref(scope, expr.value, depth + 1, index)
+        return False
+
+    def _returns_non_ref(self, call, index, depth: int) -> bool:
+        """A call of a local function every `return` of which gives a non-ref (its item
+        ``index``, when not None)."""
+        fv = self._values.get(id(call.func))
+        if not isinstance(fv, FuncVal) or fv.info.is_lambda or not fv.info.returns:
+            return False
+        info = fv.info
+        if any(type(n) in (cst.Yield, cst.Await) for n in walk_nodes(
+                list(getattr(info.node.body, "body", ())), into=_in_own_scope)):
+            return False
+        for r in info.returns:
+            if r.expr is None:
+                if index is not None:
+                    return False
+                continue
+            ok = self._non_ref(r.expr, info, depth) if index is None else \
+                self._non_ref_item(r.expr, index, info, depth)
+            if not ok:
+                return False
+        return True
 
     # -- names -------------------------------------------------------------------------------
 
@@ -86,15 +154,15 @@ class ArraynessMixin:
         param = scope.param(name) if not scope.is_module else None
         if facts is None and param is None:
             return False
-        bindings, evidence = facts if facts is not None else ([], False)
-        unknown = [] if param is None else [param]
+        bindings = facts[0] if facts is not None else []
+        unknown = [] if param is None or _array_annotated(param) else [param]
         for kind, node in bindings:
             if kind == "aug":
                 continue  # `x += v`: arithmetic's result
             if kind == "assign" and self._non_ref(node, scope, depth):
                 continue
-            if kind == "assign" and _mentions(node, name):
-                continue  # `x = jnp.where(m, x, 0)`: computed from x (judged by the uses)
+            if kind == "unpack" and self._non_ref_item(node[1], node[0], scope, depth):
+                continue
             unknown.append(node)
         if not unknown:
             return True
@@ -102,15 +170,10 @@ class ArraynessMixin:
             return False
         if param is not None and self._param_not_ref(scope, name, depth):
             return True
-        if evidence and "nnx" not in self.source:
-            # The other bindings are computed from the name itself (`x = x * 2`), so a use
-            # anywhere sees the one unknown value or what was made of it; a fresh Array bound
-            # too (`x = get(); ...; x = jnp.ones(3)`) may be what the use sees.
-            return all(kind == "aug" or _mentions(node, name) for kind, node in bindings
-                       if node is not unknown[0])
         return False
 
-    def _param_not_ref(self, scope: FunctionInfo, name: str, depth: int) -> bool:
+    def _param_not_ref(self, scope: FunctionInfo, name: str, depth: int,
+                       index: Optional[int] = None) -> bool:
         """Every call of ``scope`` the analysis sees binds ``name`` to a non-ref, and no call
         can be hidden from it (a nested function, a private one, a control-flow body)."""
         if scope.is_lambda or scope.parent is None:
@@ -131,6 +194,10 @@ class ArraynessMixin:
         for caller, b in bound:
             if b is None or b.partial or b.expr is None:
                 return False
+            if index is not None:
+                if not self._non_ref_item(b.expr, index, caller, depth):
+                    return False
+                continue
             if isinstance(b.value, ArrayVal):
                 continue
             if b.value is not None and contains_ref(b.value):
@@ -183,12 +250,17 @@ class ArraynessMixin:
                 for tg in node.targets:
                     if type(tg.target) is cst.Name:
                         bind(tg.target.value, "assign", node.value)
+                    elif type(tg.target) in (cst.Tuple, cst.List) and not any(
+                            type(e) is cst.StarredElement for e in tg.target.elements):
+                        for i, e in enumerate(tg.target.elements):
+                            if type(e.value) is cst.Name:
+                                bind(e.value.value, "unpack", (i, node.value))
+                            else:
+                                for n in _target_names(e.value):
+                                    bind(n, "other", node)
                     else:
                         for n in _target_names(tg.target):
                             bind(n, "other", node)
-                        if type(tg.target) is cst.Subscript and type(node.value) is cst.Name \
-                                and isinstance(self._values.get(id(tg.target.value)), RefVal):
-                            used.add(node.value.value)  # `o_ref[...] = acc`
             elif t is cst.AnnAssign:
                 if type(node.target) is cst.Name:
                     bind(node.target.value, "assign" if node.value is not None else "none",
@@ -196,7 +268,6 @@ class ArraynessMixin:
             elif t is cst.AugAssign:
                 if type(node.target) is cst.Name:
                     bind(node.target.value, "aug", node)
-                    used.add(node.target.value)  # `x += v` on a ref raises
             elif t in (cst.For, cst.CompFor):
                 for n in _target_names(node.target):
                     bind(n, "other", node)
@@ -237,7 +308,16 @@ class ArraynessMixin:
     def _note_array_uses(self, node, t, used: set) -> None:
         """Names that ``node`` uses where a ref fails, on JAX 0.10.2 and 0.12 (REF007's
         errors): operands of arithmetic, Array-only methods, arguments of array functions."""
-        if t is cst.BinaryOperation:
+        if t is cst.Assign:
+            if type(node.value) is cst.Name and any(
+                    type(tg.target) is cst.Subscript and
+                    isinstance(self._values.get(id(tg.target.value)), RefVal)
+                    for tg in node.targets):
+                used.add(node.value.value)  # `o_ref[...] = acc`: a ref there raises
+        elif t is cst.AugAssign:
+            if type(node.target) is cst.Name:
+                used.add(node.target.value)  # `x += v` on a ref raises
+        elif t is cst.BinaryOperation:
             if isinstance(node.operator, _ARITH):
                 for side in (node.left, node.right):
                     if type(side) is cst.Name:
@@ -255,6 +335,110 @@ class ArraynessMixin:
                 for arg in node.args:
                     if arg.keyword is None and not arg.star and type(arg.value) is cst.Name:
                         used.add(arg.value.value)
+
+
+    # -- uses that see one value -------------------------------------------------------------
+
+    def _uses_in(self, node, depth: int) -> set:
+        """Names that ``node`` (a statement or an expression; not nested scopes) uses where a
+        ref raises, directly or as the argument of a local function whose parameter is so
+        used before it is rebound."""
+        used: set = set()
+        if type(node) is _IfTest:
+            node = node.test
+        for n in walk_nodes([node], into=_in_own_scope):
+            t = type(n)
+            self._note_array_uses(n, t, used)
+            if t is cst.Call and depth < 2:
+                fv = self._values.get(id(n.func))
+                if not isinstance(fv, FuncVal) or fv.bound_args or fv.transforms or \
+                        fv.self_value is not None or fv.info.is_lambda:
+                    continue
+                params = [p for p in fv.info.params if p.kind in ("pos", "posonly")]
+                for i, arg in enumerate(n.args):
+                    if type(arg.value) is not cst.Name or arg.star:
+                        continue
+                    if arg.keyword is not None:
+                        p = fv.info.param(arg.keyword.value)
+                    else:
+                        p = params[i] if i < len(params) else None
+                    if p is None or p.kind == "vararg":
+                        continue
+                    if isinstance(fv.info.summary.get(p.name), ArrayVal) or \
+                            _array_annotated(p) or \
+                            self._window_evidence(fv.info, p.name, None, depth + 1):
+                        # Annotated `jax.Array` (analysis: not a ref's name), or used so.
+                        used.add(arg.value.value)
+        return used
+
+    def _window_evidence(self, scope: FunctionInfo, name: str, at, depth: int) -> bool:
+        """A use of ``name`` in ``scope`` that sees the value it has at the statement ``at``
+        (None: on entry, a parameter) raises on a ref: after ``at`` up to the next binding of
+        the name (not past a return, raise, break or continue, not into a branch entered
+        after ``at``), or before it back to the binding that reaches it (not across a loop
+        that rebinds it)."""
+        events = self._events(scope)
+        if at is None:
+            start, path = -1, ()
+        else:
+            start = next((i for i, e in enumerate(events) if e[0] is at), None)
+            if start is None:
+                return False
+            path = events[start][1]
+            if name in self._uses_in(at, depth):
+                return True
+        opened: set = set()  # `if` statements entered after ``at`` whose test ignores the name
+        for node, epath, binds, barrier in events[start + 1:]:
+            tail = epath[_common(epath, path):]
+            straight = all(k in ("loop", "with") for k, _ in tail)
+            if straight and type(node) is _IfTest and not _mentions(node.test, name):
+                opened.add(node.id)
+            reached = all(k in ("loop", "with") or (k == "if" and i[0] in opened)
+                          for k, i in tail)
+            if reached and name in self._uses_in(node, depth):
+                return True
+            if name in binds and straight and _self_update(node, name):
+                continue  # `x = x.at[i].set(v)`: None or an error for a ref, so a use after
+                #           it that raises on a ref proves x was none
+            if name in binds or "*" in binds or (barrier and straight):
+                break
+        if at is None:
+            return False
+        looped = {i for k, i in path if k == "loop"}
+        for node, epath, binds, barrier in reversed(events[:start]):
+            if name in binds or "*" in binds:
+                # The binding that reaches the statement, unless it is in a branch.
+                tail = epath[_common(epath, path):]
+                if tail or "*" in binds:
+                    return False
+                if type(node) is cst.AugAssign:
+                    return True
+                return type(node) in (cst.Assign, cst.AnnAssign) and node.value is not None \
+                    and self._non_ref(node.value, scope, depth)
+            for k, i in path:
+                if k == "loop" and (k, i) not in epath and i in looped:
+                    looped.discard(i)
+                    if any(name in b for _, ep, b, _ in events if ("loop", i) in ep):
+                        return False  # the loop rebinds it: the value may be a later one
+            tail = epath[_common(epath, path):]
+            if all(k in ("loop", "with") for k, _ in tail) and name in self._uses_in(node, depth):
+                return True
+        return False
+
+    def _events(self, scope: FunctionInfo) -> list:
+        """The statements of ``scope`` in source order, as (node, path, names bound,
+        barrier): small statements, and the headers of compound ones (an `if` test, a loop's
+        iterable and target, `with` items). ``path``: the enclosing blocks, ("if"|"loop"|
+        "with"|"try", id) -- each branch of an `if` or `try` its own. Cached per scope."""
+        cache = self.cached("arrayness events", dict)
+        out = cache.get(id(scope))
+        if out is not None:
+            return out
+        out = cache[id(scope)] = []
+        body = scope.node.body if scope.is_module else getattr(scope.node.body, "body", None)
+        if isinstance(body, (list, tuple)):
+            _block(body, (), out)
+        return out
 
 
 def _at_receiver(call):
@@ -291,3 +475,103 @@ def _call_index(analysis) -> tuple:
                                                    for t in call.targets):
                 args.setdefault(arg.value.value, []).append(1)
     return calls, args
+
+
+def _common(a: tuple, b: tuple) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _bound(target) -> set:
+    return set(_target_names(target)) if target is not None else set()
+
+
+def _block(stmts, path: tuple, out: list) -> None:
+    """Append the events of ``stmts`` (see ArraynessMixin._events)."""
+    for st in stmts:
+        t = type(st)
+        if t is cst.SimpleStatementLine:
+            for small in st.body:
+                ts = type(small)
+                binds: set = set()
+                if ts is cst.Assign:
+                    for tg in small.targets:
+                        binds |= _bound(tg.target)
+                elif ts in (cst.AnnAssign, cst.AugAssign):
+                    binds = _bound(small.target)
+                elif ts in (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal, cst.Del):
+                    binds = {"*"}
+                barrier = ts in (cst.Return, cst.Raise, cst.Break, cst.Continue)
+                for n in walk_nodes([small], into=_in_own_scope):
+                    if type(n) is cst.NamedExpr:
+                        binds |= _bound(n.target)
+                out.append((small, path, binds, barrier))
+        elif t is cst.If:
+            out.append((_IfTest(st.test, id(st)), path, set(), False))
+            _block(st.body.body, path + (("if", (id(st), 0)),), out)
+            if st.orelse is not None:
+                inner = [st.orelse] if type(st.orelse) is cst.If else st.orelse.body.body
+                _block(inner, path + (("if", (id(st), 1)),), out)
+        elif t in (cst.For, cst.While):
+            loop = path + (("loop", id(st)),)
+            if t is cst.For:
+                out.append((st.iter, path, set(), False))
+                out.append((st.target, loop, _bound(st.target), False))
+            else:
+                out.append((st.test, loop, set(), False))
+            _block(st.body.body, loop, out)
+            if st.orelse is not None:
+                _block(st.orelse.body.body, path + (("if", (id(st), 1)),), out)
+        elif t is cst.With:
+            for item in st.items:
+                out.append((item.item, path, set(), False))
+                if item.asname is not None:
+                    out.append((item.asname, path, _bound(item.asname.name), False))
+            _block(st.body.body, path + (("with", id(st)),), out)
+        elif t is cst.Try or type(st).__name__ == "TryStar":
+            _block(st.body.body, path + (("try", (id(st), 0)),), out)
+            for j, h in enumerate(st.handlers):
+                hb = _bound(h.name.name) if h.name is not None else set()
+                head = h.type if h.type is not None else cst.Ellipsis()
+                out.append((head, path + (("try", (id(st), j + 1)),), hb, False))
+                _block(h.body.body, path + (("try", (id(st), j + 1)),), out)
+            if st.orelse is not None:
+                _block(st.orelse.body.body, path + (("try", (id(st), -1)),), out)
+            if st.finalbody is not None:
+                _block(st.finalbody.body.body, path, out)
+        elif t in (cst.FunctionDef, cst.ClassDef):
+            out.append((st.name, path, {st.name.value}, False))
+        else:  # match and anything new: opaque, binds anything
+            out.append((st, path + (("if", (id(st), 0)),), {"*"}, False))
+
+
+class _IfTest:
+    """The test of an `if` (an event): its expression and the statement's identity."""
+
+    __slots__ = ("test", "id")
+
+    def __init__(self, test, ident) -> None:
+        self.test, self.id = test, ident
+
+
+def _array_annotated(p) -> bool:
+    """A parameter annotated as an Array (`jax.Array`, jaxtyping's `Float[Array, "n"]`),
+    not named like a ref (JAX's own kernels annotate refs `jax.Array`)."""
+    return p.annotation_qn in api.ARRAY_ANNOTATIONS and "ref" not in p.name.lower()
+
+
+def _self_update(node, name: str) -> bool:
+    """``node`` is `name = name.at[...].M(...)`."""
+    if type(node) is not cst.Assign or len(node.targets) != 1:
+        return False
+    tg = node.targets[0].target
+    v = node.value
+    if type(tg) is not cst.Name or tg.value != name or type(v) is not cst.Call or \
+            type(v.func) is not cst.Attribute or v.func.attr.value not in api.AT_UPDATE_METHODS:
+        return False
+    recv = _at_receiver(v)
+    return type(recv) is cst.Name and recv.value == name
