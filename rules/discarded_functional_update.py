@@ -19,13 +19,17 @@ class DiscardedFunctionalUpdate(Rule):
     ## What it does
     Reports an expression statement `x.at[i].set(v)` (or `.add`, `.multiply`, `.divide`,
     `.power`, `.min`, `.max`, `.apply`) when `x` is not a ref: the value read from a ref
-    (`x_ref[...].at[i].set(v)`), the result of a `jax.numpy`/`jax.lax`/`jax.random` call, of
-    arithmetic, of an Array method (`.astype`, `.sum`) or of another functional update; a name
-    every binding of which is one of those, or that the same function uses where a ref would
-    raise (an operand of arithmetic, an argument of a `jax.numpy`/`lax`/`nn` function, `.sum()`,
-    a value stored into a ref); a parameter of a nested or private function, or of a
-    `fori_loop`/`scan`/`while_loop` body, whose every call passes one (the carry's init).
-    `x_ref.at[i].set(v)` on a ref itself is not reported: it is a write.
+    (`x_ref[...].at[i].set(v)`); the result of a `jax.numpy`/`jax.lax`/`jax.random` call, of
+    arithmetic, of an Array method (`.astype`, `.sum`), of another functional update or of a
+    local function that returns one; a name every binding of which is one of those, or a
+    parameter annotated `jax.Array` (or jaxtyping's `Float[Array, ...]`); a parameter of a
+    nested or private function, or the carry of a `fori_loop`/`scan`/`while_loop` body, whose
+    every call passes one (the loop's init); or a name that a use seeing the same value shows is
+    no ref, because a ref there would raise: an operand of arithmetic, an argument of a
+    `jax.numpy`/`lax`/`nn` function, `.sum()`/`.astype()`, a value stored into a ref, an
+    argument of a local function that uses its parameter so (`logits.at[0].set(-inf)` followed
+    by `jax.nn.softmax(logits)`). `x_ref.at[i].set(v)` on a ref itself is not reported: it is a
+    write.
 
     ## Why is this bad?
     `.at[i].set(v)` on an Array does not change it: it returns an updated copy. As a statement
@@ -57,16 +61,19 @@ class DiscardedFunctionalUpdate(Rule):
     assignment would make local). It is unsafe: the update, which never happened, now does.
 
     ## Known limits
-    A receiver that may be a ref is never reported: a parameter of a public function whose only
-    uses are valid on a ref (`.shape`, indexing, passing it on), a value of an unknown call, an
-    attribute (`self.cache`), a name bound to an unknown value and later to a fresh Array.
-    In a file that mentions `nnx` a use in arithmetic proves nothing: an NNX Variable does
-    arithmetic, and one holding a ref writes through `.at[i].set(v)` on JAX 0.12 (flax
-    0.12.12). Uses that a ref survives prove nothing either: comparisons (`x_ref == 0` is
-    `False` at top level), `.shape`/`.dtype`, `jnp.asarray`, `lax.stop_gradient`, NumPy.
-    Statements under `with self.assertRaises(...)`/`pytest.raises`/`warns` (a test calling the
-    update for its error) are not reported. A result discarded in other ways (an unused
-    variable, a dropped return value) is not reported.
+    A receiver that may be a ref is never reported: a parameter of a public function whose uses
+    are valid on a ref (`.shape`, indexing, passing it to another module's function), a value
+    of an unknown call or of another module, an attribute (`self.cache`), a name whose only
+    telling use is in a branch whose test mentions it (`if isinstance(x, Ref)`), or that is
+    bound to an unknown value and to a fresh Array on different paths. Uses that a ref survives
+    prove nothing: comparisons (`x_ref == 0` is `False` at top level), `.shape`/`.dtype`,
+    `jnp.asarray`, `lax.stop_gradient`, NumPy and `math`. In a file that uses Flax NNX and may
+    make Variables holding refs (`ref=True`, `nnx.use_refs` ...) uses prove nothing: a
+    Variable does arithmetic, and one holding a ref writes through `.at[i].set(v)` on JAX 0.12
+    (flax 0.12.12). The rule takes the program to be otherwise right (a use that would raise
+    on a ref is taken to run). Statements under `with self.assertRaises(...)`/`pytest.raises`/
+    `warns` (a test calling the update for its error) are not reported. A result discarded
+    in other ways (an unused variable, a dropped return value) is not reported.
 
     ## JAX versions
     Silent on JAX 0.10.2 and 0.12.0.1 (measured): the ref and the array keep their values, at

@@ -1,25 +1,34 @@
 """Is a value never a ref? (``ArraynessMixin``: asked by REF023, on demand.)
 
-A receiver of `x.at[i].set(v)` that is a ref is written (a traced ref, on JAX 0.10.2 and
-0.12; a concrete one on 0.12), one that is an Array is not: rules that tell them apart need to
-know that a value of unknown type cannot be a ref. ``not_a_ref(expr, info)`` answers from the
-values the evaluator recorded (``value_of``) and the registry (api.py), precise where it knows
-and False where it does not:
+A receiver of `x.at[i].set(v)` that is a ref is written (a traced ref on JAX 0.10.2 and 0.12,
+a concrete one on 0.12), one that is an Array is not: a rule that tells them apart must know
+that a value of unknown type cannot be a ref. ``not_a_ref(expr, info, at)`` answers from the
+values the evaluator recorded (``value_of``) and the registry (api.py); False where it does
+not know:
 
-- an Array the evaluator knows (``ArrayVal``), a literal, the result of arithmetic or of a
-  functional update (`x.at[i].set(v)` gives an Array, or None for a ref), or of an Array-only
-  method (``api.NON_REF_RESULT_METHODS``: `.astype`, `.sum` ...);
-- a local name every binding of which is one of those; or whose one other binding (a
-  parameter, an assignment of unknown value) is followed only by rebindings computed from the
-  name itself (`x = x.at[i].set(v)`, `x = x * 2`), when the same scope uses the name where a
-  ref fails (``_uses_as_array``: an operand of arithmetic, an argument of a `jax.numpy`/`lax`
-  function that rejects refs, an Array-only method, a value stored into a ref) -- the program
-  is taken to be otherwise right;
-- a parameter of a function whose every call the analysis sees (a nested or private function,
-  a control-flow body: `fori_loop`'s carry is bound to its init) passes a value that is one.
+- an Array the evaluator knows (``ArrayVal``), a literal, the result of arithmetic, of a
+  functional update (an Array, or None for a ref), of an Array-only method
+  (``api.NON_REF_RESULT_METHODS``), of a local function every `return` of which is one, an
+  item of a tuple display or of `jnp.split(...)` (``api.ARRAY_SEQUENCE_FUNCTIONS``);
+- a local name every binding of which is one of those, or a parameter annotated as an Array
+  (``api.ARRAY_ANNOTATIONS``, not named like a ref);
+- a parameter of a nested or private function, or of a control-flow body, whose every call
+  the analysis sees binds a non-ref (`fori_loop`'s carry: its init; an unpacked carry item:
+  the init's item), when the function's name is used only in those calls;
+- with ``at`` (the statement asking), a local name that a use seeing the same value proves
+  no ref: a use where a ref raises on both lines (measured: arithmetic, unary operators,
+  `jax.numpy`/`lax`/`nn`/`scipy`/`random` functions (``api.rejects_refs``), `.sum()`/`.astype()`
+  ..., a store into a ref, an argument of a local function whose parameter is so used or
+  annotated as an Array). The uses that see the value: the statement itself; after it up to
+  the next binding of the name (across `x = x.at[i].set(v)`, which leaves None for a ref),
+  not past a `return`/`raise`/`break`/`continue`, not into a branch entered earlier or one
+  whose test mentions the name; before it, back to the binding that reaches it (a binding
+  that is itself one of the above proves it), not across a loop that rebinds the name. The
+  program is taken to be otherwise right: a ref there would raise.
 
 NNX Variables do arithmetic, and a Variable holding a ref writes through `.at[i].set(v)` on
-JAX 0.12 (measured with flax 0.12.12): in a file that mentions `nnx`, a use is no evidence.
+JAX 0.12 (measured, flax 0.12.12): in a file that uses NNX and may make ref Variables
+(``api.NNX_REF_MODE``), uses are no evidence.
 """
 
 from __future__ import annotations
@@ -226,10 +235,10 @@ class ArraynessMixin:
         return seen - 1 <= used and seen >= 2
 
     def _name_facts(self, scope: FunctionInfo) -> dict:
-        """name -> ([(kind, value node)], evidence) for the names bound directly in
-        ``scope``: kind "assign" (a plain assignment, its value), "aug" (`x += v`) or "other"
-        (a loop or with target, an unpacking, a def, an import ...); evidence: the scope uses
-        the name where a ref fails. One walk per scope, cached."""
+        """name -> ([(kind, value)],) for the names bound directly in ``scope``: kind "assign"
+        (a plain assignment; its value), "unpack" (`a, b = v`; (index, v)), "aug" (`x += v`)
+        or "other" (a loop or with target, a def, an import ...: never resolved). One walk per
+        scope, cached."""
         cache = self.cached("arrayness names", dict)
         out = cache.get(id(scope))
         if out is not None:
@@ -239,7 +248,6 @@ class ArraynessMixin:
         if not isinstance(body, (list, tuple)):
             return out
         binds: dict = {}
-        used: set = set()
 
         def bind(n, kind, node) -> None:
             binds.setdefault(n, []).append((kind, node))
@@ -294,15 +302,11 @@ class ArraynessMixin:
             elif t is cst.ExceptHandler and node.name is not None:
                 for n in _target_names(node.name.name):
                     bind(n, "other", node)
-            self._note_array_uses(node, t, used)
         for n, bs in binds.items():
             if any(kind in ("other", "none") for kind, _ in bs):
-                out[n] = ([("other", None)] * 2, False)  # never resolved
+                out[n] = ([("other", None)] * 2,)  # never resolved
             else:
-                out[n] = (bs, n in used)
-        for n in used:
-            if n not in out:
-                out[n] = ([], True)  # only a parameter (or a free name)
+                out[n] = (bs,)
         return out
 
     def _note_array_uses(self, node, t, used: set) -> None:
