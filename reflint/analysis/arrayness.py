@@ -225,14 +225,13 @@ class ArraynessMixin:
             getattr(container.node.body, "body", None)
         if not isinstance(body, (list, tuple)):
             return False
-        seen = 0
+        used = index.get(fname, set())
+        others = 0
         for node in walk_nodes(list(body)):
-            if type(node) is cst.Name and node.value == fname:
-                seen += 1
-        calls, args = index
-        used = sum(1 for n in calls.get(fname, ()) if n) + sum(args.get(fname, ()))
-        # The def's own name is a Name node too.
-        return seen - 1 <= used and seen >= 2
+            if type(node) is cst.Name and node.value == fname and id(node) not in used:
+                others += 1
+        # The def's own name is the one other Name node.
+        return others == 1 and bool(used)
 
     def _name_facts(self, scope: FunctionInfo) -> dict:
         """name -> ([(kind, value)],) for the names bound directly in ``scope``: kind "assign"
@@ -461,24 +460,23 @@ def _mentions(expr, name: str) -> bool:
                for n in walk_nodes([expr], into=_in_own_scope))
 
 
-def _call_index(analysis) -> tuple:
-    """(callee name -> [call nodes], name -> [count of it given to a recorded control-flow or
-    transform call]) over the recorded calls."""
-    calls: dict = {}
-    args: dict = {}
+def _call_index(analysis) -> dict:
+    """name -> the ids of the Name nodes that the recorded calls use it by: the callee of a
+    call, or a function given to a control-flow call (each node once)."""
+    used: dict = {}
     for call in analysis.plain_calls:
         f = call.node.func
         if type(f) is cst.Name:
-            calls.setdefault(f.value, []).append(call.node)
+            used.setdefault(f.value, set()).add(id(f))
     for call in analysis.traced_calls:
+        names = {t.name for t in call.targets}
         f = call.node.func
-        if type(f) is cst.Name and any(t.name == f.value for t in call.targets):
-            calls.setdefault(f.value, []).append(call.node)
+        if type(f) is cst.Name and f.value in names:
+            used.setdefault(f.value, set()).add(id(f))
         for arg in call.node.args:
-            if type(arg.value) is cst.Name and any(t.name == arg.value.value
-                                                   for t in call.targets):
-                args.setdefault(arg.value.value, []).append(1)
-    return calls, args
+            if type(arg.value) is cst.Name and arg.value.value in names:
+                used.setdefault(arg.value.value, set()).add(id(arg.value))
+    return used
 
 
 def _common(a: tuple, b: tuple) -> int:
