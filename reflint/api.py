@@ -1070,6 +1070,11 @@ ARRAY_ANNOTATIONS = ARRAY_TYPES | frozenset(
                                  "Int32", "BFloat16")} | {"chex.Array"})
 
 
+# Loops whose result is their final carry, and the position of the init (REF023: a carry whose
+# init is an Array is one after the loop).
+LOOP_INIT_POSITIONS = {"fori_loop": 3, "while_loop": 2}  # canonical names
+
+
 def rejects_refs(qualname: str) -> bool:
     """An array function that raises on an unread ref on every measured JAX line."""
     if not qualname.startswith(REF_REJECTING_MODULES) or not is_array_function(qualname):

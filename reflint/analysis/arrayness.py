@@ -96,6 +96,9 @@ class ArraynessMixin:
             if method in api.NON_REF_RESULT_METHODS:
                 return True  # `x.astype(t)`: an Array (a ref has no such method)
         if t is cst.Call and depth < _MAX_DEPTH:
+            init = self._loop_init(expr)
+            if init is not None:
+                return self._non_ref(init, info, depth + 1)
             return self._returns_non_ref(expr, None, depth + 1)
         if t is cst.Name and value is None and depth < _MAX_DEPTH:
             return self._name_not_ref(expr.value, info, depth + 1)
@@ -123,6 +126,9 @@ class ArraynessMixin:
             if qn.startswith(api.JAX_ARRAY_MODULES) and \
                     qn.rsplit(".", 1)[1] in api.ARRAY_SEQUENCE_FUNCTIONS:
                 return True  # `a, b = jnp.split(x, 2)`: Arrays
+            init = self._loop_init(expr)
+            if init is not None:  # `a, b = fori_loop(0, n, body, (a0, b0))`: the carry
+                return self._non_ref_item(init, index, info, depth + 1)
             return self._returns_non_ref(expr, index, depth + 1)
         if t is cst.Name and value is None:
             scope = self.free_name_scope(expr.value, info) or info
@@ -131,6 +137,19 @@ class ArraynessMixin:
                 if facts is None or not facts[0]:  # the parameter, never rebound
                     return self._param_not_ref(scope, expr.value, depth + 1, index)
         return False
+
+    def _loop_init(self, call):
+        """The init of `lax.fori_loop(lo, hi, body, init)` / `lax.while_loop(cond, body,
+        init)`, whose result is the final carry (a ref can be no carry's leaf: JAX raises)."""
+        qn = getattr(self._values.get(id(call.func)), "qualname", "")
+        pos = api.LOOP_INIT_POSITIONS.get(api.canonical(qn) or "") if qn else None
+        if pos is None:
+            return None
+        args = [a for a in call.args if a.keyword is None and not a.star]
+        if pos < len(args):
+            return args[pos].value
+        return next((a.value for a in call.args if a.keyword is not None and
+                     a.keyword.value in ("init_val", "init")), None)
 
     def _returns_non_ref(self, call, index, depth: int) -> bool:
         """A call of a local function every `return` of which gives a non-ref (its item
