@@ -20,8 +20,8 @@ class DiscardedFunctionalUpdate(Rule):
     Reports an expression statement `x.at[i].set(v)` (or `.add`, `.multiply`, `.divide`,
     `.power`, `.min`, `.max`, `.apply`) when `x` is not a ref: the value read from a ref
     (`x_ref[...].at[i].set(v)`); the result of a `jax.numpy`/`jax.lax`/`jax.random` call, of
-    arithmetic, of an Array method (`.astype`, `.sum`), of another functional update or of a
-    local function that returns one; a name every binding of which is one of those, or a
+    arithmetic, of an Array method (`.astype`, `.sum`), of another functional update, of a
+    local function that returns one, or of a `fori_loop`/`while_loop` whose init is one; a name every binding of which is one of those, or a
     parameter annotated `jax.Array` (or jaxtyping's `Float[Array, ...]`); a parameter of a
     nested or private function, or the carry of a `fori_loop`/`scan`/`while_loop` body, whose
     every call passes one (the loop's init); or a name that a use seeing the same value shows is
