@@ -16,6 +16,7 @@ section 2e (and docs/jax-versions.md for 0.11 and later).
 
 from __future__ import annotations
 
+import re
 import enum
 from dataclasses import dataclass
 from typing import Optional
@@ -1052,6 +1053,65 @@ def is_array_function(qualname: str) -> bool:
                 rest = rest.rsplit(".", 1)[1]
             return rest not in ARRAY_FUNCTION_EXEMPT and not rest.startswith("_")
     return False
+
+
+# Modules whose array functions reject an unread Ref with an error on JAX 0.10.2 and 0.12
+# (REF007's runtime messages): a name passed to one is not a ref in a program that runs
+# (REF023's evidence, analysis/arrayness.py). Not NumPy or `math`: a concrete Ref converts.
+REF_REJECTING_MODULES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "jax.random.",
+                         "jax._src.numpy.", "jax._src.lax.lax.")
+# Array functions that accept a ref without an error on some line (silently wrong:
+# `lax.stop_gradient(ref)` returns it, `jnp.asarray(ref)` inside jit on 0.10.2 gives a
+# Ref-typed tracer): no evidence either way.
+REF_TOLERANT_FUNCTIONS = frozenset({"asarray", "array", "stop_gradient", "optimization_barrier",
+                                    "copy"})
+# Methods of an Array that a ref lacks on every line (not the ref views of
+# REF_VIEW_ATTRIBUTES): their result is never a ref, and a name they are called on is none.
+NON_REF_RESULT_METHODS = frozenset({
+    "sum", "mean", "max", "min", "prod", "std", "var", "astype", "squeeze", "ravel", "flatten",
+    "dot", "argmax", "argmin", "argsort", "sort", "cumsum", "cumprod", "clip", "round", "conj",
+    "conjugate", "any", "all", "repeat", "take", "trace", "diagonal", "swapaxes", "item",
+    "tolist"})
+
+
+# Flax NNX APIs that make Variables holding refs (`nnx.Param(x, ref=True)`, `nnx.use_refs`,
+# `nnx.to_refs`, `nnx.var_defaults(ref=True)` ...): in a file that mentions them, a Variable
+# may hold a ref, does arithmetic, and writes through `.at[i].set(v)` on JAX 0.12 (flax
+# 0.12.12, measured): REF023's evidence from uses is not taken there.
+NNX_REF_MODE = re.compile(r"\b(?:use_refs|to_refs|var_defaults|vars_as|with_vars|new_ref|"
+                          r"mutable_array|array_ref|Ref)\b|\bref\s*=\s*True")
+
+
+# Array functions (of JAX_ARRAY_MODULES) whose result is a tuple/list of Arrays:
+# `a, b = jnp.split(x, 2)` binds Arrays (not the control-flow ones, whose result is a carry).
+ARRAY_SEQUENCE_FUNCTIONS = SEQUENCE_RESULT_FUNCTIONS - frozenset({
+    "scan", "while_loop", "fori_loop", "cond", "switch", "map", "associative_scan", "reduce",
+    "optimization_barrier", "linear_solve", "custom_root", "custom_linear_solve", "shape",
+    "dtype", "iinfo", "finfo", "result_type", "promote_types", "broadcast_shapes",
+    "initializers", "all_gather", "psum", "pmean", "pmax", "pmin", "ppermute"})
+
+
+# Parameter annotations that say Array (REF023's evidence: a value passed there is no ref):
+# jax.Array, and jaxtyping's (`Array`, `Float[Array, "n"]` ...), chex's.
+ARRAY_ANNOTATIONS = ARRAY_TYPES | frozenset(
+    {f"jaxtyping.{n}" for n in ("Array", "Float", "Int", "Bool", "Shaped", "Num", "Real",
+                                 "Inexact", "Integer", "UInt", "Complex", "Float32",
+                                 "Int32", "BFloat16")} | {"chex.Array"})
+
+
+# Loops whose result is their final carry, and the position of the init (REF023: a carry whose
+# init is an Array is one after the loop).
+LOOP_INIT_POSITIONS = {"fori_loop": 3, "while_loop": 2}  # canonical names
+
+
+def rejects_refs(qualname: str) -> bool:
+    """An array function that raises on an unread ref on every measured JAX line."""
+    if not qualname.startswith(REF_REJECTING_MODULES) or not is_array_function(qualname):
+        return False
+    a = lookup(qualname)
+    if a is not None and a.accepts_refs_since is not None:
+        return False
+    return qualname.rsplit(".", 1)[1] not in REF_TOLERANT_FUNCTIONS
 
 
 def returns_jax_array(qualname: str) -> bool:

@@ -18,10 +18,18 @@ class DiscardedFunctionalUpdate(Rule):
 
     ## What it does
     Reports an expression statement `x.at[i].set(v)` (or `.add`, `.multiply`, `.divide`,
-    `.power`, `.min`, `.max`, `.apply`) when `x` is a JAX Array: the value read from a ref
-    (`x_ref[...].at[i].set(v)`), the result of a `jax.numpy`/`jax.lax`/`jax.random` call or
-    of arithmetic on one. `x_ref.at[i].set(v)` on the ref itself is not reported: on JAX 0.12
-    that is a write into the ref.
+    `.power`, `.min`, `.max`, `.apply`) when `x` is not a ref: the value read from a ref
+    (`x_ref[...].at[i].set(v)`); the result of a `jax.numpy`/`jax.lax`/`jax.random` call, of
+    arithmetic, of an Array method (`.astype`, `.sum`), of another functional update, of a
+    local function that returns one, or of a `fori_loop`/`while_loop` whose init is one; a name every binding of which is one of those, or a
+    parameter annotated `jax.Array` (or jaxtyping's `Float[Array, ...]`); a parameter of a
+    nested or private function, or the carry of a `fori_loop`/`scan`/`while_loop` body, whose
+    every call passes one (the loop's init); or a name that a use seeing the same value shows is
+    no ref, because a ref there would raise: an operand of arithmetic, an argument of a
+    `jax.numpy`/`lax`/`nn` function, `.sum()`/`.astype()`, a value stored into a ref, an
+    argument of a local function that uses its parameter so (`logits.at[0].set(-inf)` followed
+    by `jax.nn.softmax(logits)`). `x_ref.at[i].set(v)` on a ref itself is not reported: it is a
+    write.
 
     ## Why is this bad?
     `.at[i].set(v)` on an Array does not change it: it returns an updated copy. As a statement
@@ -53,17 +61,28 @@ class DiscardedFunctionalUpdate(Rule):
     assignment would make local). It is unsafe: the update, which never happened, now does.
 
     ## Known limits
-    Only receivers known to be Arrays are reported: a value of unknown type may be a ref (a
-    parameter, `plgpu.remote_ref(...)`), whose `.at[i].set(v)` writes on JAX 0.12; so a dropped
-    update of a loop carry whose value the analysis does not follow is missed. Statements under
-    `with self.assertRaises(...)`/`pytest.raises`/`warns` (a test calling the update for its
-    error) are not reported. A result discarded in other ways (an unused variable, a dropped
-    return value) is not reported.
+    A receiver that may be a ref is never reported: a parameter of a public function whose uses
+    are valid on a ref (`.shape`, indexing, passing it to another module's function), a value
+    of an unknown call or of another module, an attribute (`self.cache`), a name whose only
+    telling use is in a branch whose test mentions it (`if isinstance(x, Ref)`), or that is
+    bound to an unknown value and to a fresh Array on different paths. Uses that a ref survives
+    prove nothing: comparisons (`x_ref == 0` is `False` at top level), `.shape`/`.dtype`,
+    `jnp.asarray`, `lax.stop_gradient`, NumPy and `math`. In a file that uses Flax NNX and may
+    make Variables holding refs (`ref=True`, `nnx.use_refs` ...) uses prove nothing: a
+    Variable does arithmetic, and one holding a ref writes through `.at[i].set(v)` on JAX 0.12
+    (flax 0.12.12). The rule takes the program to be otherwise right (a use that would raise
+    on a ref is taken to run). Statements under `with self.assertRaises(...)`/`pytest.raises`/
+    `warns` (a test calling the update for its error) are not reported. A result discarded
+    in other ways (an unused variable, a dropped return value) is not reported.
 
     ## JAX versions
     Silent on JAX 0.10.2 and 0.12.0.1 (measured): the ref and the array keep their values, at
-    top level and under `jit`. On the ref itself, `x_ref.at[i].set(v)` raises
-    `NotImplementedError` on 0.10.2 and writes the ref on 0.12.0.1.
+    top level and under `jit`. On a ref, `x_ref.at[i].set(v)` writes it on both lines when the
+    ref is traced (an argument of a jitted function, a Pallas kernel's ref, `run_state`), and
+    for a concrete ref (top level, closed over by `jit`) raises `NotImplementedError` on
+    0.10.2 and writes on 0.12.0.1; `.add`/`.multiply` on a ref raise (`AttributeError`, or
+    `NotImplementedError` on a concrete ref on 0.10.2). So a receiver that may be a ref is left
+    alone on every target version, and the rule is the same for all of them.
 
     ## Runtime message
     None: JAX accepts the statement and the program computes with the old value. `reflint run`
@@ -79,8 +98,8 @@ class DiscardedFunctionalUpdate(Rule):
         for func, stmt, call in _discarded_updates(analysis):
             receiver = call.func.value.value.value
             value = analysis.value_of(receiver)
-            if not isinstance(value, ArrayVal):
-                continue  # unknown: may be a ref (`plgpu.remote_ref(...)`), whose update writes
+            if not isinstance(value, ArrayVal) and not analysis.not_a_ref(receiver, func, stmt):
+                continue  # may be a ref (`plgpu.remote_ref(...)`), whose update writes
             if _expects_error(analysis, stmt):
                 continue
             method = call.func.attr.value

@@ -22,6 +22,7 @@ from ..values import (
     Value,
     signature,
 )
+from .arrayness import ArraynessMixin
 from .calls import CallsMixin
 from .constants import (
     MAX_ROUNDS,
@@ -50,7 +51,8 @@ from .syntax import (
 
 
 class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMixin, CallsMixin,
-                     KernelsMixin, DependenceMixin, ObjectsMixin, DtypesMixin):
+                     KernelsMixin, DependenceMixin, ObjectsMixin, DtypesMixin,
+                     ArraynessMixin):
     """Analysis of one module. Build with ``ModuleAnalysis(module)``; rules read the facts."""
 
     def __init__(self, module: cst.Module, path: str = "<string>", settings=None,
