@@ -75,6 +75,21 @@ class Wrapper:
     bound_kws: tuple = ()
 
 
+@dataclass(frozen=True)
+class Values:
+    """A project name as a value (``Project.values_of``): a module-level ref (``ref_global``,
+    created at ``path:line``), or a function that returns a new ref (``returns_ref``, its
+    return at ``path:line``) or writes or freezes refs given to it (``effects``:
+    ``(param, index, kind, line)``, as ``ModuleSummary.param_effects``)."""
+
+    qualname: str
+    path: str
+    line: int
+    ref_global: bool = False
+    returns_ref: bool = False
+    effects: tuple = ()
+
+
 def _rel(path: str, root: str) -> str:
     try:
         rel = os.path.relpath(path, root or os.getcwd())
@@ -187,9 +202,10 @@ class Project:
 
     # -- names -------------------------------------------------------------------------------
 
-    def resolve(self, qualname: str, _depth: int = 0):
+    def resolve(self, qualname: str, _depth: int = 0, globals_too: bool = False):
         """(module summary, function name) that ``qualname`` names, following re-exports;
-        None when it is not a function of the project."""
+        None when it is not a function of the project (with ``globals_too``, also a
+        module-level ref: ``ModuleSummary.ref_globals``)."""
         if _depth > MAX_ALIAS_DEPTH or not qualname:
             return None
         parts = qualname.split(".")
@@ -199,10 +215,12 @@ class Project:
                 continue
             rest = parts[i:]
             head = rest[0]
-            if len(rest) == 1 and head in mod.functions:
+            if len(rest) == 1 and (head in mod.functions or
+                                   globals_too and head in mod.ref_globals):
                 return mod, head
             if head in mod.aliases:
-                return self.resolve(".".join([mod.aliases[head]] + rest[1:]), _depth + 1)
+                return self.resolve(".".join([mod.aliases[head]] + rest[1:]), _depth + 1,
+                                    globals_too)
             if ".".join(parts[:i + 1]) in self.modules:
                 continue  # a submodule: the longer prefix
             return None
@@ -228,6 +246,26 @@ class Project:
             return None
         mod, name = r
         return f"{mod.module}.{name}"
+
+    def values_of(self, qualname: str) -> Optional["Values"]:
+        """What the project function or module-level ref ``qualname`` is as a value: a
+        function returning a new ref, a function writing or freezing its parameters, a
+        module's ref; None when it is none of these (or not the project's)."""
+        r = self.resolve(qualname, globals_too=True)
+        if r is None:
+            return None
+        mod, name = r
+        if mod.library:
+            return None
+        qn = f"{mod.module}.{name}"
+        if name in mod.ref_globals and name not in mod.functions:
+            return Values(qn, mod.path, mod.ref_globals[name], ref_global=True)
+        factory = mod.ref_factories.get(name)
+        effects = mod.param_effects.get(name, ())
+        if factory is None and not effects:
+            return None
+        return Values(qn, mod.path, factory or 0, returns_ref=factory is not None,
+                      effects=effects)
 
     def is_module(self, qualname: str) -> bool:
         return qualname in self.modules
@@ -343,6 +381,18 @@ class ProjectView:
             return f
         return None
 
+    def values(self, qualname: str) -> Optional[Values]:
+        """What the project name ``qualname`` (from this module's imports) is as a value
+        (``Project.values_of``); None for this module's own names (its analysis sees them)."""
+        v = self.project.values_of(qualname)
+        if v is None or v.qualname.rsplit(".", 1)[0] == self.module:
+            return None
+        return v
+
+    def where(self, v: Values) -> str:
+        """``lib.py:6``: where a value fact comes from, for messages."""
+        return f"{_rel(v.path, self.project.root)}:{v.line}"
+
     def describe(self, name: str) -> str:
         """Where the fact that makes this module's ``name`` a kernel (or traced) comes from."""
         launches = self.launches_of(name)
@@ -371,7 +421,10 @@ class ProjectView:
             qn = self.project.canonical(_absolute(self.summary, name))
             if qn is not None and qn in self.project.wrappers:
                 return True
-        return False
+        # A ref another module exports, or a function returning one: this module may hold a
+        # ref its own text does not create.
+        return any(k == "values" and (v.ref_global or v.returns_ref)
+                   for k, _, v in self._reads())
 
     def digest(self) -> str:
         """A digest of every fact this module reads from the project (its cache key)."""
@@ -394,14 +447,21 @@ class ProjectView:
             if self.project.is_module(qn):
                 mod = self.project.modules[qn]
                 # `import lib; lib.f(...)`: its functions and what it re-exports.
-                for name in sorted(set(mod.functions) | set(mod.aliases)):
+                for name in sorted(set(mod.functions) | set(mod.aliases) |
+                                   set(mod.ref_globals)):
                     got = self.function(f"{qn}.{name}")
                     if got is not None:
                         out.append(("import", f"{qn}.{name}", got))
+                    val = self.values(f"{qn}.{name}")
+                    if val is not None:
+                        out.append(("values", f"{qn}.{name}", val))
             else:
                 got = self.function(qn)
                 if got is not None:
                     out.append(("import", qn, got))
+                val = self.values(qn)
+                if val is not None:
+                    out.append(("values", qn, val))
         self._reads_cache = out
         return out
 

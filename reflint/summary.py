@@ -92,6 +92,13 @@ class ModuleSummary:
     # Functions of other modules called with a function argument (may be wrappers: the
     # project reads an installed library's module for them).
     calls: set = field(default_factory=set)
+    # Values (``_values``): what a function does to the refs it is given and what it returns,
+    # and the module's own refs.
+    ref_globals: dict = field(default_factory=dict)  # name -> line of `name = jax.new_ref(...)`
+    ref_factories: dict = field(default_factory=dict)  # function name -> line of its return
+    # function name -> ((param, index, kind, line), ...): kind a RefAccess kind ("setitem",
+    # "augitem", "set", "swap", "addupdate") or "freeze".
+    param_effects: dict = field(default_factory=dict)
 
 
 def module_name(path: str) -> tuple:
@@ -607,9 +614,11 @@ def summarize(source: str, path: str, module: Optional[str] = None,
         module = module_name(path)[1]
     s = ModuleSummary(module, path, is_package=os.path.basename(path) == "__init__.py")
     full = has_api_words(source)
+    refs = has_ref_words(source)
     reduced = False
     if tree is None:
-        cut = _reduced(source, _relevant) if full else _headers(source)
+        cut = _reduced(source, _relevant_or_refs if refs else _relevant) if full or refs \
+            else _headers(source)
         if cut is not None:
             try:
                 tree = ast.parse(cut, path)
@@ -633,16 +642,21 @@ def summarize(source: str, path: str, module: Optional[str] = None,
         for st in tree.body:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 ex.function(st)
+        if refs:
+            _values(tree, s, source)
         return s
     # Statements without an API's name were cut: a call of a wrapper there is read when the
     # project knows the wrapper's name (summarize_calls).
     s.complete = not reduced
     try:
         ex.run(tree)
+        if refs:
+            _values(tree, s, source)
     except RecursionError:
         s.functions.clear()
         s.forwards.clear()
         s.uses.clear()
+        _clear_values(s)
     return s
 
 
@@ -677,4 +691,204 @@ def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
         _Extractor(full, defined).run(tree)
     except RecursionError:
         return s
+    full.ref_globals, full.ref_factories = s.ref_globals, s.ref_factories
+    full.param_effects = s.param_effects
     return full
+
+
+# -- values: refs returned, written, frozen by a module's functions; its own refs ------------
+
+_REF_WORDS: Optional[tuple] = None
+_SUBSCRIPT_WRITE = re.compile(r"\]\s*(?:[-+*/@%&|^]|//|\*\*|<<|>>)?=(?!=)")
+
+
+def _ref_words() -> tuple:
+    global _REF_WORDS
+    if _REF_WORDS is None:
+        F = api.Family
+        names = api.family(F.REF_CONSTRUCTOR, F.REF_WRITE, F.FREEZE)
+        _REF_WORDS = tuple(w for w in api.spelled_names(names) if w not in ("set", "swap")) + \
+            ("[...]",)
+    return _REF_WORDS
+
+
+def has_ref_words(source: str) -> bool:
+    """The module creates, writes (``[...]``, ``jax.ref.addupdate``) or freezes a ref: its
+    functions' bodies that do so are read for ``_values``."""
+    return any(w in source for w in _ref_words())
+
+
+def _relevant_or_refs(text: str) -> bool:
+    return _relevant(text) or any(w in text for w in _ref_words()) or \
+        _SUBSCRIPT_WRITE.search(text) is not None
+
+
+def _clear_values(s: ModuleSummary) -> None:
+    s.ref_globals.clear()
+    s.ref_factories.clear()
+    s.param_effects.clear()
+
+
+def _own_nodes(fn):
+    """The nodes of a function's own scope (not nested functions, classes or lambdas)."""
+    stack = list(fn.body)
+    while stack:
+        n = stack.pop()
+        yield n
+        for c in ast.iter_child_nodes(n):
+            if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                  ast.Lambda)):
+                stack.append(c)
+
+
+def _api_of(node, aliases: dict, shadowed: set):
+    """The registry entry a call's function names (through the module's imports)."""
+    parts = _dotted(node)
+    if not parts or parts[0] in shadowed or parts[0] not in aliases:
+        return None
+    return api.lookup(".".join([aliases[parts[0]]] + parts[1:]))
+
+
+def _is_ctor(node, aliases: dict, shadowed: set) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    a = _api_of(node.func, aliases, shadowed)
+    return a is not None and a.family is api.Family.REF_CONSTRUCTOR
+
+
+_EFFECT_KINDS = {api.REF_SET: "set", api.REF_SWAP: "swap", api.REF_ADDUPDATE: "addupdate"}
+
+
+def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
+    """The module's refs (``name = jax.new_ref(...)`` bound once at module level), its
+    functions returning a new ref (every ``return`` gives a constructor's result), and what
+    its functions do to their parameters (a subscript write, ``jax.ref.addupdate/set/swap``,
+    ``jax.freeze``). Only undecorated top-level functions; a parameter the function binds
+    again gives nothing."""
+    aliases = s.aliases
+    stores: dict = {}
+    ctor_line: dict = {}
+    for st in tree.body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stores[st.name] = stores.get(st.name, 0) + 1
+            continue
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            for a in st.names:
+                n = (a.asname or a.name).split(".")[0]
+                stores[n] = stores.get(n, 0) + 1
+            continue
+        for n in ast.walk(st):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                stores[n.id] = stores.get(n.id, 0) + 1
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and \
+                    _is_ctor(st.value, aliases, set()):
+                ctor_line[targets[0].id] = st.lineno
+    for name, line in ctor_line.items():
+        if stores.get(name) == 1 and \
+                re.search(r"\b(?:global|nonlocal)\b[^\n]*\b" + re.escape(name) + r"\b",
+                          source) is None:
+            s.ref_globals[name] = line
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or fn.decorator_list or \
+                stores.get(fn.name) != 1:
+            continue
+        params = _params(fn)
+        names = {n for n, _ in params}
+        stored: set = set()
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                stored.add(n.id)
+            elif isinstance(n, ast.arg) and n not in _arg_nodes(fn):
+                stored.add(n.arg)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
+                    n is not fn:
+                stored.add(n.name)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                stored.update((a.asname or a.name).split(".")[0] for a in n.names)
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                stored.update(n.names)
+        shadowed = names | stored
+        own = list(_own_nodes(fn))
+        if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in own):
+            continue
+        _factory(fn, own, s, aliases, shadowed)
+        index = {n: (i if k in ("pos", "posonly") else None)
+                 for i, (n, k) in enumerate(params) if k not in ("vararg", "kwarg")}
+        effects = []
+        for n in own:
+            if isinstance(n, (ast.Assign, ast.AugAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                for t in targets:
+                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
+                            t.value.id in index and t.value.id not in stored:
+                        kind = "setitem" if isinstance(n, ast.Assign) else "augitem"
+                        effects.append((t.value.id, index[t.value.id], kind, n.lineno))
+            elif isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) and \
+                    n.args[0].id in index and n.args[0].id not in stored:
+                a = _api_of(n.func, aliases, shadowed)
+                if a is None:
+                    continue
+                if a.family is api.Family.FREEZE:
+                    kind = "freeze"
+                elif a.name in _EFFECT_KINDS:
+                    kind = _EFFECT_KINDS[a.name]
+                else:
+                    continue
+                effects.append((n.args[0].id, index[n.args[0].id], kind, n.lineno))
+        if effects:
+            effects.sort(key=lambda e: e[3])
+            s.param_effects[fn.name] = tuple(effects)
+
+
+def _arg_nodes(fn) -> set:
+    a = fn.args
+    out = set(a.posonlyargs) | set(a.args) | set(a.kwonlyargs)
+    if a.vararg:
+        out.add(a.vararg)
+    if a.kwarg:
+        out.add(a.kwarg)
+    return out
+
+
+def _factory(fn, own: list, s: ModuleSummary, aliases: dict, shadowed: set) -> None:
+    """``fn`` returns a new ref on every path (each ``return`` gives a constructor's result,
+    or a local name bound only to one, by plain assignments)."""
+    returns = [n for n in own if isinstance(n, ast.Return)]
+    if not returns or not _ends(fn.body):
+        return
+    ctor_targets: set = set()  # ids of Name targets of `name = <constructor>(...)`
+    for n in own:
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and \
+                    _is_ctor(n.value, aliases, shadowed):
+                ctor_targets.add(id(targets[0]))
+    ctor_names: dict = {}
+    for n in own:
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            ctor_names[n.id] = ctor_names.get(n.id, True) and id(n) in ctor_targets
+    for r in returns:
+        v = r.value
+        if v is None:
+            return
+        if _is_ctor(v, aliases, shadowed):
+            continue
+        if isinstance(v, ast.Name) and ctor_names.get(v.id):
+            continue
+        return
+    s.ref_factories[fn.name] = returns[-1].lineno
+
+
+def _ends(body: list) -> bool:
+    """The block never falls off its end (its last statement returns or raises, or is an
+    ``if``/``try`` whose branches all do)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.If):
+        return _ends(last.body) and _ends(last.orelse)
+    return False
