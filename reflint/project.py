@@ -79,7 +79,7 @@ class Wrapper:
 class Values:
     """A project name as a value (``Project.values_of``): a module-level ref (``ref_global``,
     created at ``path:line``), or a function that returns a new ref (``returns_ref``, its
-    return at ``path:line``) or writes or freezes refs given to it (``effects``:
+    return at ``path:line``) or writes refs given to it (``effects``:
     ``(param, index, kind, line)``, as ``ModuleSummary.param_effects``)."""
 
     qualname: str
@@ -249,7 +249,7 @@ class Project:
 
     def values_of(self, qualname: str) -> Optional["Values"]:
         """What the project function or module-level ref ``qualname`` is as a value: a
-        function returning a new ref, a function writing or freezing its parameters, a
+        function returning a new ref, a function writing its parameters, a
         module's ref; None when it is none of these (or not the project's)."""
         r = self.resolve(qualname, globals_too=True)
         if r is None:

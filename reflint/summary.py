@@ -97,7 +97,8 @@ class ModuleSummary:
     ref_globals: dict = field(default_factory=dict)  # name -> line of `name = jax.new_ref(...)`
     ref_factories: dict = field(default_factory=dict)  # function name -> line of its return
     # function name -> ((param, index, kind, line), ...): kind a RefAccess kind ("setitem",
-    # "augitem", "set", "swap", "addupdate") or "freeze".
+    # "augitem", "set", "swap", "addupdate"). (A freeze is not followed: the single-file
+    # analysis does not end a ref its helper freezes either.)
     param_effects: dict = field(default_factory=dict)
 
 
@@ -731,14 +732,12 @@ def _clear_values(s: ModuleSummary) -> None:
 
 def _own_nodes(fn):
     """The nodes of a function's own scope (not nested functions, classes or lambdas)."""
-    stack = list(fn.body)
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    stack = [st for st in fn.body if not isinstance(st, scopes)]
     while stack:
         n = stack.pop()
         yield n
-        for c in ast.iter_child_nodes(n):
-            if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                  ast.Lambda)):
-                stack.append(c)
+        stack.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, scopes))
 
 
 def _api_of(node, aliases: dict, shadowed: set):
@@ -762,8 +761,8 @@ _EFFECT_KINDS = {api.REF_SET: "set", api.REF_SWAP: "swap", api.REF_ADDUPDATE: "a
 def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
     """The module's refs (``name = jax.new_ref(...)`` bound once at module level), its
     functions returning a new ref (every ``return`` gives a constructor's result), and what
-    its functions do to their parameters (a subscript write, ``jax.ref.addupdate/set/swap``,
-    ``jax.freeze``). Only undecorated top-level functions; a parameter the function binds
+    its functions do to their parameters (a subscript write, ``jax.ref.addupdate/set/swap``).
+    Only undecorated top-level functions; a parameter the function binds
     again gives nothing."""
     aliases = s.aliases
     stores: dict = {}
@@ -830,9 +829,7 @@ def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
                 a = _api_of(n.func, aliases, shadowed)
                 if a is None:
                     continue
-                if a.family is api.Family.FREEZE:
-                    kind = "freeze"
-                elif a.name in _EFFECT_KINDS:
+                if a.name in _EFFECT_KINDS:
                     kind = _EFFECT_KINDS[a.name]
                 else:
                     continue

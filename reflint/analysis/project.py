@@ -15,8 +15,7 @@ module is analysed on its own. With one:
   (REF002 and the rules that read ``TracedCall`` operands);
 - values (``_project_values_call``, ``project_name_value``): a call of another module's
   function that returns a new ref gives a ref here (REF001 when a jitted function returns it,
-  REF007 in arithmetic ...); a call of one that writes or freezes its ref parameter writes or
-  freezes the ref given to it, at the call (REF005 under ``jax.vmap`` ...); a module-level ref
+  REF007 in arithmetic ...); a call of one that writes its ref parameter writes the ref given to it, at the call (REF005 under ``jax.vmap`` ...); a module-level ref
   another module exports (``from lib import state``, ``lib.state``) is a ref created outside
   every function here (closed over by a jitted function: REF001, REF005 ...).
 
@@ -32,7 +31,7 @@ import libcst as cst
 from .. import api
 from ..values import FuncVal, OneOf, Transform, Value
 from ..values import QN, RefVal
-from .facts import Binding, Freeze, FunctionInfo, KernelEntry, RefAccess, TracedCall
+from .facts import Binding, FunctionInfo, KernelEntry, RefAccess, TracedCall
 
 
 class ProjectMixin:
@@ -154,7 +153,7 @@ class ProjectMixin:
 
     def _project_values_call(self, node: cst.Call, qn: str, args: list, state) -> tuple:
         """(handled, value) for a call of another module's function that returns a new ref or
-        writes or freezes the refs given to it (``reflint.project.Values``)."""
+        writes the refs given to it (``reflint.project.Values``)."""
         try:
             v = self.project.values(qn)
         except Exception:  # noqa: BLE001
@@ -167,11 +166,7 @@ class ProjectMixin:
             if got is None or not isinstance(got[1], RefVal) or got[1].tree:
                 continue
             expr, ref = got
-            if kind == "freeze":
-                self._sink.add(Freeze(node, self._func, expr, ref))
-                state.frozen.setdefault(ref.key, node)
-            else:
-                self._sink.add(RefAccess(kind, node, expr, ref, None, self._func))
+            self._sink.add(RefAccess(kind, node, expr, ref, None, self._func))
         if not v.returns_ref:
             return True, None
         self._provenance[id(node)] = f"created by {short} ({self.project.where(v)})"

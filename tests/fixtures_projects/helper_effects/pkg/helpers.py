@@ -1,0 +1,26 @@
+"""Helpers writing (or only reading) the refs given to them."""
+import jax
+
+
+def bump(r, v):
+    r[...] += v
+
+
+def record(log_ref, v):
+    jax.ref.addupdate(log_ref, (), v)
+
+
+def total(r):
+    return r[...].sum()  # reads only
+
+
+def rebound(r, v):
+    r = r.at[0]
+    r[...] = v  # `r` is bound again: not followed
+
+
+def nested(r, v):
+    def inner():
+        r[...] = v  # in a nested function: not followed
+
+    return inner
