@@ -88,6 +88,8 @@ class Values:
     ref_global: bool = False
     returns_ref: bool = False
     effects: tuple = ()
+    # ((qualified name of a module-level ref of its module, kind, line, the ref's line), ...)
+    global_writes: tuple = ()
 
 
 def _rel(path: str, root: str) -> str:
@@ -262,10 +264,13 @@ class Project:
             return Values(qn, mod.path, mod.ref_globals[name], ref_global=True)
         factory = mod.ref_factories.get(name)
         effects = mod.param_effects.get(name, ())
-        if factory is None and not effects:
+        writes = tuple((f"{mod.module}.{g}", kind, line, mod.ref_globals[g])
+                       for g, kind, line in mod.global_effects.get(name, ())
+                       if g in mod.ref_globals)
+        if factory is None and not effects and not writes:
             return None
         return Values(qn, mod.path, factory or 0, returns_ref=factory is not None,
-                      effects=effects)
+                      effects=effects, global_writes=writes)
 
     def is_module(self, qualname: str) -> bool:
         return qualname in self.modules
@@ -423,7 +428,7 @@ class ProjectView:
                 return True
         # A ref another module exports, or a function returning one: this module may hold a
         # ref its own text does not create.
-        return any(k == "values" and (v.ref_global or v.returns_ref)
+        return any(k == "values" and (v.ref_global or v.returns_ref or v.global_writes)
                    for k, _, v in self._reads())
 
     def digest(self) -> str:

@@ -100,6 +100,9 @@ class ModuleSummary:
     # "augitem", "set", "swap", "addupdate"). (A freeze is not followed: the single-file
     # analysis does not end a ref its helper freezes either.)
     param_effects: dict = field(default_factory=dict)
+    # function name -> ((module-level ref name, kind, line), ...): its writes of the module's
+    # own refs (``ref_globals``), which a call from another module makes there.
+    global_effects: dict = field(default_factory=dict)
 
 
 def module_name(path: str) -> tuple:
@@ -693,7 +696,7 @@ def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
     except RecursionError:
         return s
     full.ref_globals, full.ref_factories = s.ref_globals, s.ref_factories
-    full.param_effects = s.param_effects
+    full.param_effects, full.global_effects = s.param_effects, s.global_effects
     return full
 
 
@@ -728,6 +731,7 @@ def _clear_values(s: ModuleSummary) -> None:
     s.ref_globals.clear()
     s.ref_factories.clear()
     s.param_effects.clear()
+    s.global_effects.clear()
 
 
 def _own_nodes(fn):
@@ -816,27 +820,35 @@ def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
         index = {n: (i if k in ("pos", "posonly") else None)
                  for i, (n, k) in enumerate(params) if k not in ("vararg", "kwarg")}
         effects = []
-        for n in own:
-            if isinstance(n, (ast.Assign, ast.AugAssign)):
-                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                for t in targets:
-                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
-                            t.value.id in index and t.value.id not in stored:
-                        kind = "setitem" if isinstance(n, ast.Assign) else "augitem"
-                        effects.append((t.value.id, index[t.value.id], kind, n.lineno))
-            elif isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) and \
-                    n.args[0].id in index and n.args[0].id not in stored:
-                a = _api_of(n.func, aliases, shadowed)
-                if a is None:
-                    continue
-                if a.name in _EFFECT_KINDS:
-                    kind = _EFFECT_KINDS[a.name]
-                else:
-                    continue
-                effects.append((n.args[0].id, index[n.args[0].id], kind, n.lineno))
+        globals_written = []
+        for name, kind, line in _writes(own, aliases, shadowed):
+            if name in index and name not in stored:
+                effects.append((name, index[name], kind, line))
+            elif name in s.ref_globals and name not in shadowed:
+                globals_written.append((name, kind, line))
         if effects:
             effects.sort(key=lambda e: e[3])
             s.param_effects[fn.name] = tuple(effects)
+        if globals_written:
+            globals_written.sort(key=lambda e: e[2])
+            s.global_effects[fn.name] = tuple(globals_written)
+
+
+def _writes(own: list, aliases: dict, shadowed: set):
+    """(name, kind, line) of each write of a plain name's ref among a function's own nodes:
+    ``name[...] = v`` (setitem), ``name[i] += v`` (augitem), ``jax.ref.set/swap/addupdate(name,
+    ...)``."""
+    for n in own:
+        if isinstance(n, (ast.Assign, ast.AugAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    kind = "setitem" if isinstance(n, ast.Assign) else "augitem"
+                    yield t.value.id, kind, n.lineno
+        elif isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name):
+            a = _api_of(n.func, aliases, shadowed)
+            if a is not None and a.name in _EFFECT_KINDS:
+                yield n.args[0].id, _EFFECT_KINDS[a.name], n.lineno
 
 
 def _arg_nodes(fn) -> set:

@@ -167,6 +167,12 @@ class ProjectMixin:
                 continue
             expr, ref = got
             self._sink.add(RefAccess(kind, node, expr, ref, None, self._func))
+        for gqn, kind, line, made in v.global_writes:
+            # `record(x)` writes `log_ref`, a ref of its module: here, at the call.
+            from ..project import Values
+
+            ref = self._project_global(Values(gqn, v.path, made, ref_global=True), node)
+            self._sink.add(RefAccess(kind, node, None, ref, None, self._func))
         if not v.returns_ref:
             return True, None
         self._provenance[id(node)] = f"created by {short} ({self.project.where(v)})"
@@ -189,9 +195,13 @@ class ProjectMixin:
             got = cache[value.qualname] = v if v is not None and v.ref_global else None
         if got is None:
             return value
-        self._provenance[id(node)] = f"created in {self.project.where(got)}"
-        return RefVal(key=("project", got.qualname), origin="created", node=node,
-                      scope=self.module_info, name=got.qualname.rsplit(".", 1)[1])
+        return self._project_global(got, node)
+
+    def _project_global(self, v, node) -> RefVal:
+        """Another module's module-level ref (``Values.ref_global``), seen at ``node``."""
+        self._provenance[id(node)] = f"created in {self.project.where(v)}"
+        return RefVal(key=("project", v.qualname), origin="created", node=node,
+                      scope=self.module_info, name=v.qualname.rsplit(".", 1)[1])
 
     def provenance(self, info: Optional[FunctionInfo]) -> str:
         """Where the fact that makes ``info`` a kernel (or traced) comes from, when another

@@ -24,3 +24,15 @@ def nested(r, v):
         r[...] = v  # in a nested function: not followed
 
     return inner
+
+
+events = jax.new_ref(0.0)  # this module's own ref
+
+
+def log_event(v):
+    events[...] += v  # writes this module's ref: a call from another module writes it there
+
+
+def shadowed(v):
+    events = {}
+    events[0] = v  # a local dict named like the ref

@@ -44,6 +44,13 @@ def not_followed(x):
     return x
 
 
+@jax.vmap
+def logs(x):
+    helpers.log_event(x)  # expect: REF005
+    helpers.shadowed(x)
+    return x
+
+
 @jax.jit
 def jitted(x):
     helpers.bump(acc_ref, x)  # jit is not a map: fine
@@ -51,3 +58,4 @@ def jitted(x):
 
 
 step(xs)
+logs(xs)
