@@ -137,9 +137,14 @@ class Project:
             summaries = [_summarize_task(t) for t in tasks]
         project = cls(summaries, root)
         # A module without a transform's or an entry point's name that spells a wrapper's
-        # name may wrap it in turn: read its calls, and solve again.
+        # name may wrap it in turn: read its calls, and solve again. So is one that spells the
+        # name of a function writing its module's own refs (`jax.vmap(lib.accumulate)` gives
+        # `accumulate` the role that makes the write REF005 there).
+        writers = {name for s in project.by_path.values() if not s.library
+                   for name in s.global_effects}
         for _ in range(MAX_ROUNDS):
-            names = {q.rsplit(".", 1)[1] for q in project.wrappers}
+            names = {q.rsplit(".", 1)[1] for q in project.wrappers} | writers
+            writers = set()
             if not names:
                 break
             more = []

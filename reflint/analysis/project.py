@@ -63,7 +63,10 @@ class ProjectMixin:
                 bound, kws = kernels.get(a.name, (0, ()))
                 kernels[a.name] = (max(bound, launch.bound), tuple(sorted(set(kws) |
                                                                        set(launch.bound_kws))))
-            elif a.family is api.Family.TRANSFORM and a.role is not None:
+            elif a.family is api.Family.TRANSFORM and a.role is not None and \
+                    not launch.bound and not launch.bound_kws:
+                # (`jax.grad(partial(lib.f, 3.0))`: which parameters the transform sees is
+                # not modelled across modules: no role.)
                 self._add_role(info, a.role, node)
         for name, (bound, kws) in kernels.items():
             callee = api.API[name].callees[0]
