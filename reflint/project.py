@@ -120,6 +120,7 @@ class Project:
             self.by_path[os.path.abspath(s.path)] = s
             if s.module and s.module not in self.modules:
                 self.modules[s.module] = s
+        self.summarized = len(self.by_path)  # summaries made by this run (not cached)
         self.wrappers: dict = {}  # qualname -> Wrapper
         self.launches: dict = {}  # qualname -> [Launch]
         self._solve()
@@ -127,15 +128,35 @@ class Project:
     # -- building ----------------------------------------------------------------------------
 
     @classmethod
-    def build(cls, files: list, read=None, jobs: int = 1, root: str = "") -> "Project":
-        """Summarize ``files`` (``read(path) -> text``; default: the file on disk)."""
+    def build(cls, files: list, read=None, jobs: int = 1, root: str = "",
+              cache=None) -> "Project":
+        """Summarize ``files`` (``read(path) -> text``; default: the file on disk). With
+        ``cache`` (a ``reflint.cache.Cache``), a file whose bytes are unchanged gets its
+        summary from the cache (``read`` must be the default)."""
         read = read or _read
-        tasks = [(f, read) for f in files]
-        if jobs > 1 and len(files) > 8 and read is _read:
-            summaries = _parallel(files, jobs)
+        cached: dict = {}
+        keys: dict = {}
+        todo = files
+        if cache is not None and read is _read and not cache.disabled:
+            todo = []
+            for f in files:
+                got = _cached_summary(cache, f, keys)
+                if got is _MISS:
+                    todo.append(f)
+                else:
+                    cached[f] = got
+        tasks = [(f, read) for f in todo]
+        if jobs > 1 and len(todo) > 8 and read is _read:
+            fresh = _parallel(todo, jobs)
         else:
-            summaries = [_summarize_task(t) for t in tasks]
+            fresh = [_summarize_task(t) for t in tasks]
+        for f, s in zip(todo, fresh):
+            if f in keys:
+                cache.put_summary(keys[f], s)
+            cached[f] = s
+        summaries = [cached[f] for f in files]
         project = cls(summaries, root)
+        project.summarized = len(todo)
         # A module without a transform's or an entry point's name that spells a wrapper's
         # name may wrap it in turn: read its calls, and solve again. So is one that spells the
         # name of a function writing its module's own refs (`jax.vmap(lib.accumulate)` gives
@@ -519,6 +540,24 @@ def _read(path: str) -> Optional[str]:
         return decode(data)
     except (SyntaxError, UnicodeDecodeError, LookupError):
         return None
+
+
+_MISS = object()
+
+
+def _cached_summary(cache, path: str, keys: dict):
+    """The cache's summary of ``path`` (its key recorded in ``keys``), or ``_MISS``."""
+    from .cache import MISS
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return _MISS
+    key = cache.summary_key(path, module_name(path)[1], data)
+    keys[path] = key
+    got = cache.get_summary(key)
+    return _MISS if got is MISS else got
 
 
 def _summarize_task(task) -> Optional[ModuleSummary]:

@@ -321,3 +321,35 @@ def test_split_fixture_moving_refs(path, tmp_path):
     if rel in SAME_WITH_REFS:
         missed = {e for e in expected if not any(_same(f, e, spans, lines) for f in reported)}
         assert not missed, f"missed across modules: {sorted(missed)}"
+
+
+def test_summaries_come_from_the_cache(tmp_path):
+    """A warm run summarizes only the changed files; an entry this machine's reflint did
+    not write (no valid HMAC) is a miss, never unpickled."""
+    from reflint.cache import Cache
+
+    root = tmp_path / "proj"
+    shutil.copytree(os.path.join(PROJECTS, "helper_effects"), root)
+    files = sorted(str(p) for p in root.rglob("*.py"))
+    cache = Cache(str(tmp_path / "cache"), secret=b"k" * 32)
+    cold = rproject.Project.build(files, cache=cache)
+    assert cold.summarized == len(files)
+    warm = rproject.Project.build(files, cache=cache)
+    assert warm.summarized == 0
+    assert warm.values_of("pkg.helpers.bump") == cold.values_of("pkg.helpers.bump")
+    assert warm.view(str(root / "pkg" / "model.py")).digest() == \
+        cold.view(str(root / "pkg" / "model.py")).digest()
+    helpers = root / "pkg" / "helpers.py"
+    helpers.write_text(helpers.read_text() + "\n\ndef more(r):\n    r[...] = 1\n")
+    edited = rproject.Project.build(files, cache=cache)
+    assert edited.summarized == 1
+    assert edited.values_of("pkg.helpers.more") is not None
+    # Another secret (another machine, a forged entry): every entry is a miss.
+    other = Cache(str(tmp_path / "cache"), secret=b"x" * 32)
+    assert rproject.Project.build(files, cache=other).summarized == len(files)
+    assert other.summary_hits == 0
+    # A corrupted entry is a miss.
+    for p in (tmp_path / "cache").rglob("*"):
+        if p.is_file() and p.parent.parent.name == "s":
+            p.write_bytes(b"\0" * 40)
+    assert rproject.Project.build(files, cache=cache).summarized == len(files)
