@@ -703,28 +703,40 @@ def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
 # -- values: refs returned, written, frozen by a module's functions; its own refs ------------
 
 _REF_WORDS: Optional[tuple] = None
-_SUBSCRIPT_WRITE = re.compile(r"\]\s*(?:[-+*/@%&|^]|//|\*\*|<<|>>)?=(?!=)")
+_REF_PATTERN = None
 
 
 def _ref_words() -> tuple:
     global _REF_WORDS
     if _REF_WORDS is None:
         F = api.Family
-        names = api.family(F.REF_CONSTRUCTOR, F.REF_WRITE, F.FREEZE)
-        _REF_WORDS = tuple(w for w in api.spelled_names(names) if w not in ("set", "swap")) + \
-            ("[...]",)
+        names = api.family(F.REF_CONSTRUCTOR, F.REF_WRITE)
+        _REF_WORDS = tuple(w for w in api.spelled_names(names) if w not in ("set", "swap"))
     return _REF_WORDS
 
 
+def _ref_pattern() -> "re.Pattern":
+    global _REF_PATTERN
+    if _REF_PATTERN is None:
+        _REF_PATTERN = re.compile(api.words_pattern(_ref_words()) + r"|\[\.\.\.\]")
+    return _REF_PATTERN
+
+
 def has_ref_words(source: str) -> bool:
-    """The module creates, writes (``[...]``, ``jax.ref.addupdate``) or freezes a ref: its
-    functions' bodies that do so are read for ``_values``."""
-    return any(w in source for w in _ref_words())
+    """The module creates or writes a ref (a constructor's name, ``[...]``,
+    ``jax.ref.addupdate``): its functions' bodies that do so are read for ``_values``.
+    (Whole words: ``mutable_array_p``, a JAX primitive, is not one.)"""
+    return ("[...]" in source or any(w in source for w in _ref_words())) and \
+        _ref_pattern().search(source) is not None
 
 
 def _relevant_or_refs(text: str) -> bool:
-    return _relevant(text) or any(w in text for w in _ref_words()) or \
-        _SUBSCRIPT_WRITE.search(text) is not None
+    """A statement to keep whole in a module spelling a ref word: it may launch or forward
+    a function, or create, write (``[...]``, ``jax.ref.addupdate``) or freeze a ref. (A
+    helper writing ``r[i] = v`` without a ref word is not read: keeping every function with
+    a subscript write costs a third more parsing on numpy-heavy modules.)"""
+    return _relevant(text) or ("[...]" in text or any(w in text for w in _ref_words())) and \
+        _ref_pattern().search(text) is not None
 
 
 def _clear_values(s: ModuleSummary) -> None:
@@ -732,16 +744,6 @@ def _clear_values(s: ModuleSummary) -> None:
     s.ref_factories.clear()
     s.param_effects.clear()
     s.global_effects.clear()
-
-
-def _own_nodes(fn):
-    """The nodes of a function's own scope (not nested functions, classes or lambdas)."""
-    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-    stack = [st for st in fn.body if not isinstance(st, scopes)]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, scopes))
 
 
 def _api_of(node, aliases: dict, shadowed: set):
@@ -797,41 +799,78 @@ def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
         if not isinstance(fn, ast.FunctionDef) or fn.decorator_list or \
                 stores.get(fn.name) != 1:
             continue
-        params = _params(fn)
-        names = {n for n, _ in params}
-        stored: set = set()
-        for n in ast.walk(fn):
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+        if len(fn.body) == 1 and isinstance(fn.body[0], ast.Pass):
+            continue  # a body the reduced parse cut (or an empty function)
+        _function_values(fn, s, aliases)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _scan(fn) -> tuple:
+    """One walk of a function: (names it binds anywhere, nested scopes included; its own
+    nodes that matter: returns, assignments, calls; whether it is a generator or
+    coroutine)."""
+    stored: set = set()
+    own: list = []
+    special = False
+    params = _arg_nodes(fn)
+    stack = [(c, False) for c in fn.body]
+    while stack:
+        n, nested = stack.pop()
+        t = type(n)
+        if t is ast.Name:
+            if type(n.ctx) is not ast.Load:
                 stored.add(n.id)
-            elif isinstance(n, ast.arg) and n not in _arg_nodes(fn):
-                stored.add(n.arg)
-            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
-                    n is not fn:
-                stored.add(n.name)
-            elif isinstance(n, (ast.Import, ast.ImportFrom)):
-                stored.update((a.asname or a.name).split(".")[0] for a in n.names)
-            elif isinstance(n, (ast.Global, ast.Nonlocal)):
-                stored.update(n.names)
-        shadowed = names | stored
-        own = list(_own_nodes(fn))
-        if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in own):
             continue
-        _factory(fn, own, s, aliases, shadowed)
-        index = {n: (i if k in ("pos", "posonly") else None)
-                 for i, (n, k) in enumerate(params) if k not in ("vararg", "kwarg")}
-        effects = []
-        globals_written = []
-        for name, kind, line in _writes(own, aliases, shadowed):
-            if name in index and name not in stored:
-                effects.append((name, index[name], kind, line))
-            elif name in s.ref_globals and name not in shadowed:
-                globals_written.append((name, kind, line))
-        if effects:
-            effects.sort(key=lambda e: e[3])
-            s.param_effects[fn.name] = tuple(effects)
-        if globals_written:
-            globals_written.sort(key=lambda e: e[2])
-            s.global_effects[fn.name] = tuple(globals_written)
+        if t is ast.arg:
+            if n not in params:
+                stored.add(n.arg)
+            continue
+        if t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.ClassDef:
+            stored.add(n.name)
+            nested_here = True
+        elif t is ast.Lambda:
+            nested_here = True
+        else:
+            nested_here = nested
+            if t is ast.Import or t is ast.ImportFrom:
+                stored.update((a.asname or a.name).split(".")[0] for a in n.names)
+            elif t is ast.Global or t is ast.Nonlocal:
+                stored.update(n.names)
+            elif not nested:
+                if t is ast.Return or t is ast.Assign or t is ast.AugAssign or \
+                        t is ast.AnnAssign or t is ast.Call:
+                    own.append(n)
+                elif t is ast.Yield or t is ast.YieldFrom or t is ast.Await:
+                    special = True
+        stack.extend((c, nested_here) for c in ast.iter_child_nodes(n))
+    return stored, own, special
+
+
+def _function_values(fn, s: ModuleSummary, aliases: dict) -> None:
+    params = _params(fn)
+    names = {n for n, _ in params}
+    stored, own, special = _scan(fn)
+    if special:
+        return
+    shadowed = names | stored
+    _factory(fn, own, stored, s, aliases, shadowed)
+    index = {n: (i if k in ("pos", "posonly") else None)
+             for i, (n, k) in enumerate(params) if k not in ("vararg", "kwarg")}
+    effects = []
+    globals_written = []
+    for name, kind, line in _writes(own, aliases, shadowed):
+        if name in index and name not in stored:
+            effects.append((name, index[name], kind, line))
+        elif name in s.ref_globals and name not in shadowed:
+            globals_written.append((name, kind, line))
+    if effects:
+        effects.sort(key=lambda e: e[3])
+        s.param_effects[fn.name] = tuple(effects)
+    if globals_written:
+        globals_written.sort(key=lambda e: e[2])
+        s.global_effects[fn.name] = tuple(globals_written)
 
 
 def _writes(own: list, aliases: dict, shadowed: set):
@@ -839,13 +878,14 @@ def _writes(own: list, aliases: dict, shadowed: set):
     ``name[...] = v`` (setitem), ``name[i] += v`` (augitem), ``jax.ref.set/swap/addupdate(name,
     ...)``."""
     for n in own:
-        if isinstance(n, (ast.Assign, ast.AugAssign)):
-            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-            for t in targets:
-                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-                    kind = "setitem" if isinstance(n, ast.Assign) else "augitem"
-                    yield t.value.id, kind, n.lineno
-        elif isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name):
+        t = type(n)
+        if t is ast.Assign or t is ast.AugAssign:
+            targets = n.targets if t is ast.Assign else [n.target]
+            for tg in targets:
+                if type(tg) is ast.Subscript and type(tg.value) is ast.Name:
+                    kind = "setitem" if t is ast.Assign else "augitem"
+                    yield tg.value.id, kind, n.lineno
+        elif t is ast.Call and n.args and type(n.args[0]) is ast.Name:
             a = _api_of(n.func, aliases, shadowed)
             if a is not None and a.name in _EFFECT_KINDS:
                 yield n.args[0].id, _EFFECT_KINDS[a.name], n.lineno
@@ -861,33 +901,75 @@ def _arg_nodes(fn) -> set:
     return out
 
 
-def _factory(fn, own: list, s: ModuleSummary, aliases: dict, shadowed: set) -> None:
+def _factory(fn, own: list, stored: set, s: ModuleSummary, aliases: dict,
+             shadowed: set) -> None:
     """``fn`` returns a new ref on every path (each ``return`` gives a constructor's result,
-    or a local name bound only to one, by plain assignments)."""
-    returns = [n for n in own if isinstance(n, ast.Return)]
+    or a local name bound only by plain ``name = <constructor>(...)`` assignments)."""
+    returns = [n for n in own if type(n) is ast.Return]
     if not returns or not _ends(fn.body):
         return
-    ctor_targets: set = set()  # ids of Name targets of `name = <constructor>(...)`
-    for n in own:
-        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
-            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-            if len(targets) == 1 and isinstance(targets[0], ast.Name) and \
-                    _is_ctor(n.value, aliases, shadowed):
-                ctor_targets.add(id(targets[0]))
     ctor_names: dict = {}
     for n in own:
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            ctor_names[n.id] = ctor_names.get(n.id, True) and id(n) in ctor_targets
+        t = type(n)
+        if t is ast.Assign or t is ast.AnnAssign or t is ast.AugAssign:
+            targets = n.targets if t is ast.Assign else [n.target]
+            ok = t is not ast.AugAssign and n.value is not None and len(targets) == 1 and \
+                type(targets[0]) is ast.Name and _is_ctor(n.value, aliases, shadowed)
+            for tg in targets:
+                for x in ast.walk(tg):
+                    if type(x) is ast.Name:
+                        ctor_names[x.id] = ctor_names.get(x.id, True) and ok
     for r in returns:
         v = r.value
         if v is None:
             return
         if _is_ctor(v, aliases, shadowed):
             continue
-        if isinstance(v, ast.Name) and ctor_names.get(v.id):
+        if type(v) is ast.Name and ctor_names.get(v.id):
+            # Bound only by constructor assignments (a loop target, `with ... as`, a walrus,
+            # an unpacking or a nested scope's binding is not an assignment seen here).
+            if _other_bindings(fn, v.id):
+                return
             continue
         return
     s.ref_factories[fn.name] = returns[-1].lineno
+
+
+def _other_bindings(fn, name: str) -> bool:
+    """``name`` is bound in ``fn`` other than as the whole target of an assignment."""
+    for n in ast.walk(fn):
+        t = type(n)
+        if t is ast.For or t is ast.AsyncFor or t is ast.comprehension:
+            if any(type(x) is ast.Name and x.id == name for x in ast.walk(n.target)):
+                return True
+        elif t is ast.withitem:
+            if n.optional_vars is not None and \
+                    any(type(x) is ast.Name and x.id == name for x in ast.walk(n.optional_vars)):
+                return True
+        elif t is ast.NamedExpr:
+            if n.target.id == name:
+                return True
+        elif t is ast.ExceptHandler:
+            if n.name == name:
+                return True
+        elif t is ast.Delete:
+            if any(type(x) is ast.Name and x.id == name for x in ast.walk(n)):
+                return True
+        elif t is ast.Global or t is ast.Nonlocal:
+            if name in n.names:
+                return True
+        elif (t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.ClassDef) and \
+                n is not fn and n.name == name:
+            return True
+        elif t is ast.arg and n.arg == name:
+            return True
+        elif (t is ast.Import or t is ast.ImportFrom) and \
+                any((a.asname or a.name).split(".")[0] == name for a in n.names):
+            return True
+        elif t is ast.MatchAs or t is ast.MatchStar:
+            if n.name == name:
+                return True
+    return False
 
 
 def _ends(body: list) -> bool:
