@@ -21,7 +21,9 @@ kernels launched from another module, jitted functions called from another, refs
 written by helpers of another module, and two planted findings per module that need the
 other module (REF007 in a kernel another module launches, REF002 at a call of another
 module's jitted function); checks it with ``/usr/bin/time -v`` (when present) and
-prints wall and CPU time, the peak RSS and the findings count.
+prints wall and CPU time, the peak RSS and the findings count. ``--summary-only``: the summary
+phase and the solved project alone (what grows with the whole project: each file's analysis
+is per file), with the process's peak RSS.
 """
 
 from __future__ import annotations
@@ -199,6 +201,26 @@ def generate(root: str, lines: int, depth: int) -> int:
     return n
 
 
+def _summary_only(root: str, n: int, total: int, ns) -> None:
+    """The summary phase and the solved project alone, in a fresh process: what grows with
+    the whole project (each file's analysis is per file)."""
+    code = (
+        "import os, resource, sys, time\n"
+        "from reflint import project as rp\n"
+        "files = sorted(os.path.join(d, f) for d, _, fs in os.walk(sys.argv[1]) for f in fs"
+        " if f.endswith('.py'))\n"
+        "t = time.process_time()\n"
+        "p = rp.Project.build(files, jobs=int(sys.argv[2]))\n"
+        "digests = sum(1 for f in files if (p.view(f) is not None and p.view(f).digest()))\n"
+        "print(f'{time.process_time() - t:.1f} s CPU in the main process, '\n"
+        "      f'{len(p.launches)} functions launched elsewhere, {digests} modules reading '\n"
+        "      f'facts, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss} KiB')\n")
+    cpu, wall, out, err = _timed([sys.executable, "-c", code, os.path.join(root, "src"),
+                                  str(ns.jobs)])
+    print(f"{total} lines, {n} modules, summary phase only: {wall:.1f} s wall, {cpu:.1f} s "
+          f"CPU; {out.strip()} {err.strip()[-300:]}")
+
+
 def generated(ns) -> None:
     root = ns.keep or tempfile.mkdtemp(prefix="reflint-gen-")
     try:
@@ -208,6 +230,9 @@ def generated(ns) -> None:
             n = sum(1 for _, _, fs in os.walk(root) for f in fs if f.endswith(".py"))
         total = sum(sum(1 for _ in open(os.path.join(d, f)))
                     for d, _, fs in os.walk(root) for f in fs if f.endswith(".py"))
+        if ns.summary_only:
+            _summary_only(root, n, total, ns)
+            return
         cmd = _reflint() + ["check", "--no-cache", "--exit-zero", "-q", "--format", "json",
                             "-j", str(ns.jobs), os.path.join(root, "src")]
         if os.path.exists("/usr/bin/time"):
@@ -237,6 +262,8 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=100_000)
     ap.add_argument("--depth", type=int, default=50)
     ap.add_argument("--keep", default="")
+    ap.add_argument("--summary-only", action="store_true",
+                    help="generated: the summary phase and the project alone (peak RSS)")
     ns = ap.parse_args()
     {"cold": cold, "warm": warm, "generated": generated}[ns.what](ns)
 
