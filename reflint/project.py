@@ -304,6 +304,7 @@ class Project:
     # -- the fixpoint ------------------------------------------------------------------------
 
     def _solve(self) -> None:
+        self.__dict__.pop("_views", None)  # views read the solved facts
         wrappers: dict = {}
         for _ in range(MAX_ROUNDS):
             changed = False
@@ -370,10 +371,18 @@ class Project:
     # -- what one module reads ---------------------------------------------------------------
 
     def view(self, path: str) -> Optional["ProjectView"]:
-        s = self.by_path.get(os.path.abspath(path))
-        if s is None or not s.module or getattr(s, "library", False):
-            return None
-        return ProjectView(self, s)
+        """What the module at ``path`` reads (one view per module: the pre-filter, the cache
+        key and the analysis ask the same one)."""
+        path = os.path.abspath(path)
+        views = self.__dict__.setdefault("_views", {})
+        if path in views:
+            return views[path]
+        s = self.by_path.get(path)
+        v = None
+        if s is not None and s.module and not getattr(s, "library", False):
+            v = ProjectView(self, s)
+        views[path] = v
+        return v
 
 
 class ProjectView:
@@ -385,6 +394,7 @@ class ProjectView:
         self.module = summary.module
         self.is_package = summary.is_package
         self._digest: Optional[str] = None
+        self._memo: dict = {}
 
     def absolute(self, level: int, name: Optional[str]) -> Optional[str]:
         """The absolute module of ``from <level dots><name> import ...`` in this module."""
@@ -398,7 +408,15 @@ class ProjectView:
 
     def function(self, qualname: str):
         """What a project function named ``qualname`` (from this module's imports) is: a
-        ``Wrapper``, a ``FunctionSummary`` with transforms, or None."""
+        ``Wrapper``, a ``FunctionSummary`` with transforms, or None (memoized: the analysis
+        asks for every call of a name the registry does not know)."""
+        memo = self._memo
+        key = ("f", qualname)
+        if key not in memo:
+            memo[key] = self._function(qualname)
+        return memo[key]
+
+    def _function(self, qualname: str):
         qn = self.project.canonical(qualname)
         if qn is None or qn.startswith(self.module + ".") and \
                 qn.count(".") == self.module.count(".") + 1:
@@ -415,10 +433,13 @@ class ProjectView:
     def values(self, qualname: str) -> Optional[Values]:
         """What the project name ``qualname`` (from this module's imports) is as a value
         (``Project.values_of``); None for this module's own names (its analysis sees them)."""
-        v = self.project.values_of(qualname)
-        if v is None or v.qualname.rsplit(".", 1)[0] == self.module:
-            return None
-        return v
+        memo = self._memo
+        key = ("v", qualname)
+        if key not in memo:
+            v = self.project.values_of(qualname)
+            memo[key] = None if v is None or v.qualname.rsplit(".", 1)[0] == self.module \
+                else v
+        return memo[key]
 
     def where(self, v: Values) -> str:
         """``lib.py:6``: where a value fact comes from, for messages."""
