@@ -836,6 +836,12 @@ def _start_project(args, files: list, jobs: int, read=None) -> None:
     try:
         cache = _cache_from(args) if read is None else None
         _project.activate(_project.Project.build(files, read=read, jobs=jobs, cache=cache))
+        # The project lives as long as the run: out of the collector's sight, so that the
+        # forked child checking each file (reflint.isolate) does not walk, and copy, its
+        # pages at every full collection.
+        import gc
+
+        gc.freeze()
     except Exception:  # noqa: BLE001 - without the project, every file is still checked
         _project.activate(None)
     if os.environ.get("REFLINT_STATS") and _project.active() is not None:
