@@ -279,6 +279,8 @@ class Project:
         """What the project function or module-level ref ``qualname`` is as a value: a
         function returning a new ref, a function writing its parameters, a
         module's ref; None when it is none of these (or not the project's)."""
+        if api.lookup(qualname) is not None:
+            return None  # the registry is the truth for JAX, Pallas and Flax (`jax.new_ref`)
         r = self.resolve(qualname, globals_too=True)
         if r is None:
             return None
@@ -286,6 +288,8 @@ class Project:
         if mod.library:
             return None
         qn = f"{mod.module}.{name}"
+        if api.lookup(qn) is not None:
+            return None
         if name in mod.ref_globals and name not in mod.functions:
             return Values(qn, mod.path, mod.ref_globals[name], ref_global=True)
         factory = mod.ref_factories.get(name)
