@@ -347,8 +347,8 @@ class Cache:
             with os.fdopen(fd, "rb") as fh:
                 raw = fh.read(1 << 26)
             mac, payload = raw[:32], raw[32:]
-            if len(mac) != 32 or not hmac.compare_digest(mac, self._summary_mac(key,
-                                                                                 payload)):
+            expected = self._summary_mac(key, payload)
+            if len(mac) != 32 or not hmac.compare_digest(mac, expected):
                 raise ValueError("not written by this machine's reflint")
             import pickle
 
