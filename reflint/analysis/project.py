@@ -16,8 +16,9 @@ module is analysed on its own. With one:
 - values (``_project_values_call``, ``project_name_value``): a call of another module's
   function that returns a new ref gives a ref here (REF001 when a jitted function returns it,
   REF007 in arithmetic ...); a call of one that writes its ref parameter writes the ref given
-  to it, at the call (REF005 under ``jax.vmap`` ...); a module-level ref another module exports (``from lib import state``, ``lib.state``) is a ref created outside
-  every function here (closed over by a jitted function: REF001, REF005 ...).
+  to it, at the call (REF005 under ``jax.vmap`` ...); a module-level ref another module
+  exports (``from lib import state``, ``lib.state``) is a ref created outside every function
+  here (closed over by a jitted function: REF001, REF005 ...).
 
 Anything the project does not resolve stays unknown.
 """
