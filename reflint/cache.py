@@ -22,6 +22,11 @@ a usable secret the cache is off. The cache folder is not used when it, or a fol
 is a symbolic link (nothing is read or written through one), nor when git tracks a file in it
 (a committed ``.reflint_cache``).
 
+Module summaries (reflint.summary, the summary phase of a project run) are cached too, keyed by
+the fingerprint, the module's path and name and the file's bytes: ``<dir>/v1/s/<key[:2]>/<key>``,
+a pickle behind the same HMAC (checked before anything is unpickled: an entry this machine's
+reflint did not write is a miss, never loaded).
+
 Stale entries are never pruned automatically: delete the folder (``rm -rf .reflint_cache``) to
 reclaim the space.
 """
@@ -47,6 +52,7 @@ ENV_SECRET = "REFLINT_CACHE_SECRET"
 SECRET_BYTES = 32
 
 _FINGERPRINT: Optional[str] = None
+MISS = object()  # Cache.get_summary: no usable entry
 
 
 def fingerprint() -> str:
@@ -195,6 +201,8 @@ class Cache:
         self.hits = 0
         self.misses = 0
         self.writes = 0
+        self.summary_hits = 0
+        self.summary_misses = 0
         self._secret = secret
         self.disabled: Optional[str] = None  # why the cache is off, or None
         if self._secret is None:
@@ -307,6 +315,69 @@ class Cache:
                 return  # never written through a link
             self._atomic_write(target, data)
             self.writes += 1
+        except OSError:
+            pass
+
+    # -- module summaries ---------------------------------------------------------------------
+
+    def summary_key(self, path: str, module: str, data: bytes) -> str:
+        h = hashlib.sha256()
+        h.update(fingerprint().encode())
+        h.update(b"\0summary\0")
+        h.update(f"{os.path.abspath(path)}\0{module}\0".encode("utf-8", "surrogateescape"))
+        h.update(data)
+        return h.hexdigest()
+
+    def _summary_entry(self, key: str) -> str:
+        return os.path.join(self.root, "s", key[:2], key)
+
+    def _summary_mac(self, key: str, payload: bytes) -> bytes:
+        return hmac.new(self._secret, key.encode() + b"\0" + payload, hashlib.sha256).digest()
+
+    def get_summary(self, key: str):
+        """The cached summary (a ``reflint.summary.ModuleSummary``, or None for a module
+        that does not parse), or ``MISS``."""
+        if self.disabled:
+            return MISS
+        try:
+            entry = self._summary_entry(key)
+            if stat.S_ISLNK(os.lstat(os.path.dirname(entry)).st_mode):
+                raise ValueError("linked folder")
+            fd = os.open(entry, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as fh:
+                raw = fh.read(1 << 26)
+            mac, payload = raw[:32], raw[32:]
+            expected = self._summary_mac(key, payload)
+            if len(mac) != 32 or not hmac.compare_digest(mac, expected):
+                raise ValueError("not written by this machine's reflint")
+            import pickle
+
+            got = pickle.loads(payload)
+            from .summary import ModuleSummary
+
+            if got is not None and not isinstance(got, ModuleSummary):
+                raise ValueError("bad entry")
+        except Exception:  # noqa: BLE001 - any problem: a miss
+            self.summary_misses += 1
+            return MISS
+        self.summary_hits += 1
+        return got
+
+    def put_summary(self, key: str, summary) -> None:
+        if not self._ensure_root():
+            return
+        try:
+            import pickle
+
+            payload = pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - an unpicklable summary is not cached
+            return
+        target = self._summary_entry(key)
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if self._linked() or stat.S_ISLNK(os.lstat(os.path.dirname(target)).st_mode):
+                return
+            self._atomic_write(target, self._summary_mac(key, payload) + payload)
         except OSError:
             pass
 

@@ -77,6 +77,23 @@ class Wrapper:
     bound_kws: tuple = ()
 
 
+@dataclass(frozen=True)
+class Values:
+    """A project name as a value (``Project.values_of``): a module-level ref (``ref_global``,
+    created at ``path:line``), or a function that returns a new ref (``returns_ref``, its
+    return at ``path:line``) or writes refs given to it (``effects``:
+    ``(param, index, kind, line)``, as ``ModuleSummary.param_effects``)."""
+
+    qualname: str
+    path: str
+    line: int
+    ref_global: bool = False
+    returns_ref: bool = False
+    effects: tuple = ()
+    # ((qualified name of a module-level ref of its module, kind, line, the ref's line), ...)
+    global_writes: tuple = ()
+
+
 def _rel(path: str, root: str) -> str:
     try:
         rel = os.path.relpath(path, root or os.getcwd())
@@ -105,6 +122,7 @@ class Project:
             self.by_path[os.path.abspath(s.path)] = s
             if s.module and s.module not in self.modules:
                 self.modules[s.module] = s
+        self.summarized = len(self.by_path)  # summaries made by this run (not cached)
         self.wrappers: dict = {}  # qualname -> Wrapper
         self.launches: dict = {}  # qualname -> [Launch]
         self._solve()
@@ -112,19 +130,44 @@ class Project:
     # -- building ----------------------------------------------------------------------------
 
     @classmethod
-    def build(cls, files: list, read=None, jobs: int = 1, root: str = "") -> "Project":
-        """Summarize ``files`` (``read(path) -> text``; default: the file on disk)."""
+    def build(cls, files: list, read=None, jobs: int = 1, root: str = "",
+              cache=None) -> "Project":
+        """Summarize ``files`` (``read(path) -> text``; default: the file on disk). With
+        ``cache`` (a ``reflint.cache.Cache``), a file whose bytes are unchanged gets its
+        summary from the cache (``read`` must be the default)."""
         read = read or _read
-        tasks = [(f, read) for f in files]
-        if jobs > 1 and len(files) > 8 and read is _read:
-            summaries = _parallel(files, jobs)
+        cached: dict = {}
+        keys: dict = {}
+        todo = files
+        if cache is not None and read is _read and not cache.disabled:
+            todo = []
+            for f in files:
+                got = _cached_summary(cache, f, keys)
+                if got is _MISS:
+                    todo.append(f)
+                else:
+                    cached[f] = got
+        tasks = [(f, read) for f in todo]
+        if jobs > 1 and len(todo) > 8 and read is _read:
+            fresh = _parallel(todo, jobs)
         else:
-            summaries = [_summarize_task(t) for t in tasks]
+            fresh = [_summarize_task(t) for t in tasks]
+        for f, s in zip(todo, fresh):
+            if f in keys:
+                cache.put_summary(keys[f], s)
+            cached[f] = s
+        summaries = [cached[f] for f in files]
         project = cls(summaries, root)
+        project.summarized = len(todo)
         # A module without a transform's or an entry point's name that spells a wrapper's
-        # name may wrap it in turn: read its calls, and solve again.
+        # name may wrap it in turn: read its calls, and solve again. So is one that spells the
+        # name of a function writing its module's own refs (`jax.vmap(lib.accumulate)` gives
+        # `accumulate` the role that makes the write REF005 there).
+        writers = {name for s in project.by_path.values() if not s.library
+                   for name in s.global_effects}
         for _ in range(MAX_ROUNDS):
-            names = {q.rsplit(".", 1)[1] for q in project.wrappers}
+            names = {q.rsplit(".", 1)[1] for q in project.wrappers} | writers
+            writers = set()
             if not names:
                 break
             more = []
@@ -189,9 +232,10 @@ class Project:
 
     # -- names -------------------------------------------------------------------------------
 
-    def resolve(self, qualname: str, _depth: int = 0):
+    def resolve(self, qualname: str, _depth: int = 0, globals_too: bool = False):
         """(module summary, function name) that ``qualname`` names, following re-exports;
-        None when it is not a function of the project."""
+        None when it is not a function of the project (with ``globals_too``, also a
+        module-level ref: ``ModuleSummary.ref_globals``)."""
         if _depth > MAX_ALIAS_DEPTH or not qualname:
             return None
         parts = qualname.split(".")
@@ -201,10 +245,12 @@ class Project:
                 continue
             rest = parts[i:]
             head = rest[0]
-            if len(rest) == 1 and head in mod.functions:
+            if len(rest) == 1 and (head in mod.functions or
+                                   globals_too and head in mod.ref_globals):
                 return mod, head
             if head in mod.aliases:
-                return self.resolve(".".join([mod.aliases[head]] + rest[1:]), _depth + 1)
+                return self.resolve(".".join([mod.aliases[head]] + rest[1:]), _depth + 1,
+                                    globals_too)
             if ".".join(parts[:i + 1]) in self.modules:
                 continue  # a submodule: the longer prefix
             return None
@@ -230,6 +276,33 @@ class Project:
             return None
         mod, name = r
         return f"{mod.module}.{name}"
+
+    def values_of(self, qualname: str) -> Optional["Values"]:
+        """What the project function or module-level ref ``qualname`` is as a value: a
+        function returning a new ref, a function writing its parameters, a
+        module's ref; None when it is none of these (or not the project's)."""
+        if api.lookup(qualname) is not None:
+            return None  # the registry is the truth for JAX, Pallas and Flax (`jax.new_ref`)
+        r = self.resolve(qualname, globals_too=True)
+        if r is None:
+            return None
+        mod, name = r
+        if mod.library:
+            return None
+        qn = f"{mod.module}.{name}"
+        if api.lookup(qn) is not None:
+            return None
+        if name in mod.ref_globals and name not in mod.functions:
+            return Values(qn, mod.path, mod.ref_globals[name], ref_global=True)
+        factory = mod.ref_factories.get(name)
+        effects = mod.param_effects.get(name, ())
+        writes = tuple((f"{mod.module}.{g}", kind, line, mod.ref_globals[g])
+                       for g, kind, line in mod.global_effects.get(name, ())
+                       if g in mod.ref_globals)
+        if factory is None and not effects and not writes:
+            return None
+        return Values(qn, mod.path, factory or 0, returns_ref=factory is not None,
+                      effects=effects, global_writes=writes)
 
     def is_module(self, qualname: str) -> bool:
         return qualname in self.modules
@@ -342,6 +415,7 @@ class Project:
     # -- the fixpoint ------------------------------------------------------------------------
 
     def _solve(self) -> None:
+        self.__dict__.pop("_views", None)  # views read the solved facts
         wrappers: dict = {}
         for _ in range(MAX_ROUNDS):
             changed = False
@@ -408,10 +482,18 @@ class Project:
     # -- what one module reads ---------------------------------------------------------------
 
     def view(self, path: str) -> Optional["ProjectView"]:
-        s = self.by_path.get(os.path.abspath(path))
-        if s is None or not s.module or getattr(s, "library", False):
-            return None
-        return ProjectView(self, s)
+        """What the module at ``path`` reads (one view per module: the pre-filter, the cache
+        key and the analysis ask the same one)."""
+        path = os.path.abspath(path)
+        views = self.__dict__.setdefault("_views", {})
+        if path in views:
+            return views[path]
+        s = self.by_path.get(path)
+        v = None
+        if s is not None and s.module and not getattr(s, "library", False):
+            v = ProjectView(self, s)
+        views[path] = v
+        return v
 
 
 class ProjectView:
@@ -423,6 +505,7 @@ class ProjectView:
         self.module = summary.module
         self.is_package = summary.is_package
         self._digest: Optional[str] = None
+        self._memo: dict = {}
 
     def absolute(self, level: int, name: Optional[str]) -> Optional[str]:
         """The absolute module of ``from <level dots><name> import ...`` in this module."""
@@ -436,7 +519,15 @@ class ProjectView:
 
     def function(self, qualname: str):
         """What a project function named ``qualname`` (from this module's imports) is: a
-        ``Wrapper``, a ``FunctionSummary`` with transforms, or None."""
+        ``Wrapper``, a ``FunctionSummary`` with transforms, or None (memoized: the analysis
+        asks for every call of a name the registry does not know)."""
+        memo = self._memo
+        key = ("f", qualname)
+        if key not in memo:
+            memo[key] = self._function(qualname)
+        return memo[key]
+
+    def _function(self, qualname: str):
         qn = self.project.canonical(qualname)
         if qn is None or qn.startswith(self.module + ".") and \
                 qn.count(".") == self.module.count(".") + 1:
@@ -455,6 +546,22 @@ class ProjectView:
         of another module (or of an installed library) that is a Flax NNX Module / Variable
         through its bases; "" otherwise."""
         return self.project.nnx_class(qualname)
+
+
+    def values(self, qualname: str) -> Optional[Values]:
+        """What the project name ``qualname`` (from this module's imports) is as a value
+        (``Project.values_of``); None for this module's own names (its analysis sees them)."""
+        memo = self._memo
+        key = ("v", qualname)
+        if key not in memo:
+            v = self.project.values_of(qualname)
+            memo[key] = None if v is None or v.qualname.rsplit(".", 1)[0] == self.module \
+                else v
+        return memo[key]
+
+    def where(self, v: Values) -> str:
+        """``lib.py:6``: where a value fact comes from, for messages."""
+        return f"{_rel(v.path, self.project.root)}:{v.line}"
 
     def describe(self, name: str) -> str:
         """Where the fact that makes this module's ``name`` a kernel (or traced) comes from."""
@@ -484,7 +591,10 @@ class ProjectView:
             qn = self.project.canonical(_absolute(self.summary, name))
             if qn is not None and qn in self.project.wrappers:
                 return True
-        return False
+        # A ref another module exports, or a function returning one: this module may hold a
+        # ref its own text does not create.
+        return any(k == "values" and (v.ref_global or v.returns_ref or v.global_writes)
+                   for k, _, v in self._reads())
 
     def digest(self) -> str:
         """A digest of every fact this module reads from the project (its cache key)."""
@@ -507,14 +617,21 @@ class ProjectView:
             if self.project.is_module(qn):
                 mod = self.project.modules[qn]
                 # `import lib; lib.f(...)`: its functions and what it re-exports.
-                for name in sorted(set(mod.functions) | set(mod.aliases)):
+                for name in sorted(set(mod.functions) | set(mod.aliases) |
+                                   set(mod.ref_globals)):
                     got = self.function(f"{qn}.{name}")
                     if got is not None:
                         out.append(("import", f"{qn}.{name}", got))
+                    val = self.values(f"{qn}.{name}")
+                    if val is not None:
+                        out.append(("values", f"{qn}.{name}", val))
             else:
                 got = self.function(qn)
                 if got is not None:
                     out.append(("import", qn, got))
+                val = self.values(qn)
+                if val is not None:
+                    out.append(("values", qn, val))
         out.extend(self._class_reads())
         self._reads_cache = out
         return out
@@ -585,6 +702,24 @@ def _read(path: str) -> Optional[str]:
         return decode(data)
     except (SyntaxError, UnicodeDecodeError, LookupError):
         return None
+
+
+_MISS = object()
+
+
+def _cached_summary(cache, path: str, keys: dict):
+    """The cache's summary of ``path`` (its key recorded in ``keys``), or ``_MISS``."""
+    from .cache import MISS
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return _MISS
+    key = cache.summary_key(path, module_name(path)[1], data)
+    keys[path] = key
+    got = cache.get_summary(key)
+    return _MISS if got is MISS else got
 
 
 def _summarize_task(task) -> Optional[ModuleSummary]:

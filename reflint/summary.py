@@ -98,6 +98,17 @@ class ModuleSummary:
     # Top-level classes: name -> (qualified name of each base, None where it is not known);
     # a name defined twice maps to None (``class_bases``).
     classes: dict = field(default_factory=dict)
+    # Values (``_values``): what a function does to the refs it is given and what it returns,
+    # and the module's own refs.
+    ref_globals: dict = field(default_factory=dict)  # name -> line of `name = jax.new_ref(...)`
+    ref_factories: dict = field(default_factory=dict)  # function name -> line of its return
+    # function name -> ((param, index, kind, line), ...): kind a RefAccess kind ("setitem",
+    # "augitem", "set", "swap", "addupdate"). (A freeze is not followed: the single-file
+    # analysis does not end a ref its helper freezes either.)
+    param_effects: dict = field(default_factory=dict)
+    # function name -> ((module-level ref name, kind, line), ...): its writes of the module's
+    # own refs (``ref_globals``), which a call from another module makes there.
+    global_effects: dict = field(default_factory=dict)
 
 
 def module_name(path: str) -> tuple:
@@ -613,9 +624,11 @@ def summarize(source: str, path: str, module: Optional[str] = None,
         module = module_name(path)[1]
     s = ModuleSummary(module, path, is_package=os.path.basename(path) == "__init__.py")
     full = has_api_words(source)
+    refs = has_ref_words(source)
     reduced = False
     if tree is None:
-        cut = _reduced(source, _relevant) if full else _headers(source)
+        cut = _reduced(source, _relevant_or_refs if refs else _relevant) if full or refs \
+            else _headers(source)
         if cut is not None:
             try:
                 tree = ast.parse(cut, path)
@@ -640,16 +653,21 @@ def summarize(source: str, path: str, module: Optional[str] = None,
         for st in tree.body:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 ex.function(st)
+        if refs:
+            _values(tree, s, source)
         return s
     # Statements without an API's name were cut: a call of a wrapper there is read when the
     # project knows the wrapper's name (summarize_calls).
     s.complete = not reduced
     try:
         ex.run(tree)
+        if refs:
+            _values(tree, s, source)
     except RecursionError:
         s.functions.clear()
         s.forwards.clear()
         s.uses.clear()
+        _clear_values(s)
     return s
 
 
@@ -685,6 +703,8 @@ def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
         _Extractor(full, defined).run(tree)
     except RecursionError:
         return s
+    full.ref_globals, full.ref_factories = s.ref_globals, s.ref_factories
+    full.param_effects, full.global_effects = s.param_effects, s.global_effects
     return full
 
 
@@ -758,3 +778,288 @@ def _base_name(node, s: ModuleSummary, classes: list) -> Optional[str]:
     if head in classes and len(parts) == 1 and s.module:
         return f"{s.module}.{head}"
     return None
+
+
+# -- values: refs returned, written, frozen by a module's functions; its own refs ------------
+
+_REF_WORDS: Optional[tuple] = None
+_REF_PATTERN = None
+
+
+def _ref_words() -> tuple:
+    global _REF_WORDS
+    if _REF_WORDS is None:
+        F = api.Family
+        names = api.family(F.REF_CONSTRUCTOR, F.REF_WRITE)
+        _REF_WORDS = tuple(w for w in api.spelled_names(names) if w not in ("set", "swap"))
+    return _REF_WORDS
+
+
+def _ref_pattern() -> "re.Pattern":
+    global _REF_PATTERN
+    if _REF_PATTERN is None:
+        _REF_PATTERN = re.compile(api.words_pattern(_ref_words()) + r"|\[\.\.\.\]")
+    return _REF_PATTERN
+
+
+def has_ref_words(source: str) -> bool:
+    """The module creates or writes a ref (a constructor's name, ``[...]``,
+    ``jax.ref.addupdate``): its functions' bodies that do so are read for ``_values``.
+    (Whole words: ``mutable_array_p``, a JAX primitive, is not one.)"""
+    return ("[...]" in source or any(w in source for w in _ref_words())) and \
+        _ref_pattern().search(source) is not None
+
+
+def _relevant_or_refs(text: str) -> bool:
+    """A statement to keep whole in a module spelling a ref word: it may launch or forward
+    a function, or create, write (``[...]``, ``jax.ref.addupdate``) or freeze a ref. (A
+    helper writing ``r[i] = v`` without a ref word is not read: keeping every function with
+    a subscript write costs a third more parsing on numpy-heavy modules.)"""
+    return _relevant(text) or ("[...]" in text or any(w in text for w in _ref_words())) and \
+        _ref_pattern().search(text) is not None
+
+
+def _clear_values(s: ModuleSummary) -> None:
+    s.ref_globals.clear()
+    s.ref_factories.clear()
+    s.param_effects.clear()
+    s.global_effects.clear()
+
+
+def _api_of(node, aliases: dict, shadowed: set):
+    """The registry entry a call's function names (through the module's imports)."""
+    parts = _dotted(node)
+    if not parts or parts[0] in shadowed or parts[0] not in aliases:
+        return None
+    return api.lookup(".".join([aliases[parts[0]]] + parts[1:]))
+
+
+def _is_ctor(node, aliases: dict, shadowed: set) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    a = _api_of(node.func, aliases, shadowed)
+    return a is not None and a.family is api.Family.REF_CONSTRUCTOR
+
+
+_EFFECT_KINDS = {api.REF_SET: "set", api.REF_SWAP: "swap", api.REF_ADDUPDATE: "addupdate"}
+
+
+def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
+    """The module's refs (``name = jax.new_ref(...)`` bound once at module level), its
+    functions returning a new ref (every ``return`` gives a constructor's result), and what
+    its functions do to their parameters (a subscript write, ``jax.ref.addupdate/set/swap``).
+    Only undecorated top-level functions; a parameter the function binds
+    again gives nothing."""
+    aliases = s.aliases
+    stores: dict = {}
+    ctor_line: dict = {}
+    for st in tree.body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stores[st.name] = stores.get(st.name, 0) + 1
+            continue
+        if isinstance(st, (ast.Import, ast.ImportFrom)):
+            for a in st.names:
+                n = (a.asname or a.name).split(".")[0]
+                stores[n] = stores.get(n, 0) + 1
+            continue
+        for n in ast.walk(st):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                stores[n.id] = stores.get(n.id, 0) + 1
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and \
+                    _is_ctor(st.value, aliases, set()):
+                ctor_line[targets[0].id] = st.lineno
+    for name, line in ctor_line.items():
+        if stores.get(name) == 1 and \
+                re.search(r"\b(?:global|nonlocal)\b[^\n]*\b" + re.escape(name) + r"\b",
+                          source) is None:
+            s.ref_globals[name] = line
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or fn.decorator_list or \
+                stores.get(fn.name) != 1:
+            continue
+        if len(fn.body) == 1 and isinstance(fn.body[0], ast.Pass):
+            continue  # a body the reduced parse cut (or an empty function)
+        _function_values(fn, s, aliases)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _scan(fn) -> tuple:
+    """One walk of a function: (names it binds anywhere, nested scopes included; its own
+    nodes that matter: returns, assignments, calls; whether it is a generator or
+    coroutine)."""
+    stored: set = set()
+    own: list = []
+    special = False
+    params = _arg_nodes(fn)
+    stack = [(c, False) for c in fn.body]
+    while stack:
+        n, nested = stack.pop()
+        t = type(n)
+        if t is ast.Name:
+            if type(n.ctx) is not ast.Load:
+                stored.add(n.id)
+            continue
+        if t is ast.arg:
+            if n not in params:
+                stored.add(n.arg)
+            continue
+        if t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.ClassDef:
+            stored.add(n.name)
+            nested_here = True
+        elif t is ast.Lambda:
+            nested_here = True
+        else:
+            nested_here = nested
+            if t is ast.Import or t is ast.ImportFrom:
+                stored.update((a.asname or a.name).split(".")[0] for a in n.names)
+            elif t is ast.Global or t is ast.Nonlocal:
+                stored.update(n.names)
+            elif not nested:
+                if t is ast.Return or t is ast.Assign or t is ast.AugAssign or \
+                        t is ast.AnnAssign or t is ast.Call:
+                    own.append(n)
+                elif t is ast.Yield or t is ast.YieldFrom or t is ast.Await:
+                    special = True
+        stack.extend((c, nested_here) for c in ast.iter_child_nodes(n))
+    return stored, own, special
+
+
+def _function_values(fn, s: ModuleSummary, aliases: dict) -> None:
+    params = _params(fn)
+    names = {n for n, _ in params}
+    stored, own, special = _scan(fn)
+    if special:
+        return
+    shadowed = names | stored
+    _factory(fn, own, stored, s, aliases, shadowed)
+    index = {n: (i if k in ("pos", "posonly") else None)
+             for i, (n, k) in enumerate(params) if k not in ("vararg", "kwarg")}
+    effects = []
+    globals_written = []
+    for name, kind, line in _writes(own, aliases, shadowed):
+        if name in index and name not in stored:
+            effects.append((name, index[name], kind, line))
+        elif name in s.ref_globals and name not in shadowed:
+            globals_written.append((name, kind, line))
+    if effects:
+        effects.sort(key=lambda e: e[3])
+        s.param_effects[fn.name] = tuple(effects)
+    if globals_written:
+        globals_written.sort(key=lambda e: e[2])
+        s.global_effects[fn.name] = tuple(globals_written)
+
+
+def _writes(own: list, aliases: dict, shadowed: set):
+    """(name, kind, line) of each write of a plain name's ref among a function's own nodes:
+    ``name[...] = v`` (setitem), ``name[i] += v`` (augitem), ``jax.ref.set/swap/addupdate(name,
+    ...)``."""
+    for n in own:
+        t = type(n)
+        if t is ast.Assign or t is ast.AugAssign:
+            targets = n.targets if t is ast.Assign else [n.target]
+            for tg in targets:
+                if type(tg) is ast.Subscript and type(tg.value) is ast.Name:
+                    kind = "setitem" if t is ast.Assign else "augitem"
+                    yield tg.value.id, kind, n.lineno
+        elif t is ast.Call and n.args and type(n.args[0]) is ast.Name:
+            a = _api_of(n.func, aliases, shadowed)
+            if a is not None and a.name in _EFFECT_KINDS:
+                yield n.args[0].id, _EFFECT_KINDS[a.name], n.lineno
+
+
+def _arg_nodes(fn) -> set:
+    a = fn.args
+    out = set(a.posonlyargs) | set(a.args) | set(a.kwonlyargs)
+    if a.vararg:
+        out.add(a.vararg)
+    if a.kwarg:
+        out.add(a.kwarg)
+    return out
+
+
+def _factory(fn, own: list, stored: set, s: ModuleSummary, aliases: dict,
+             shadowed: set) -> None:
+    """``fn`` returns a new ref on every path (each ``return`` gives a constructor's result,
+    or a local name bound only by plain ``name = <constructor>(...)`` assignments)."""
+    returns = [n for n in own if type(n) is ast.Return]
+    if not returns or not _ends(fn.body):
+        return
+    ctor_names: dict = {}
+    for n in own:
+        t = type(n)
+        if t is ast.Assign or t is ast.AnnAssign or t is ast.AugAssign:
+            targets = n.targets if t is ast.Assign else [n.target]
+            ok = t is not ast.AugAssign and n.value is not None and len(targets) == 1 and \
+                type(targets[0]) is ast.Name and _is_ctor(n.value, aliases, shadowed)
+            for tg in targets:
+                for x in ast.walk(tg):
+                    if type(x) is ast.Name:
+                        ctor_names[x.id] = ctor_names.get(x.id, True) and ok
+    for r in returns:
+        v = r.value
+        if v is None:
+            return
+        if _is_ctor(v, aliases, shadowed):
+            continue
+        if type(v) is ast.Name and ctor_names.get(v.id):
+            # Bound only by constructor assignments (a loop target, `with ... as`, a walrus,
+            # an unpacking or a nested scope's binding is not an assignment seen here).
+            if _other_bindings(fn, v.id):
+                return
+            continue
+        return
+    s.ref_factories[fn.name] = returns[-1].lineno
+
+
+def _other_bindings(fn, name: str) -> bool:
+    """``name`` is bound in ``fn`` other than as the whole target of an assignment."""
+    for n in ast.walk(fn):
+        t = type(n)
+        if t is ast.For or t is ast.AsyncFor or t is ast.comprehension:
+            if any(type(x) is ast.Name and x.id == name for x in ast.walk(n.target)):
+                return True
+        elif t is ast.withitem:
+            if n.optional_vars is not None and \
+                    any(type(x) is ast.Name and x.id == name for x in ast.walk(n.optional_vars)):
+                return True
+        elif t is ast.NamedExpr:
+            if n.target.id == name:
+                return True
+        elif t is ast.ExceptHandler:
+            if n.name == name:
+                return True
+        elif t is ast.Delete:
+            if any(type(x) is ast.Name and x.id == name for x in ast.walk(n)):
+                return True
+        elif t is ast.Global or t is ast.Nonlocal:
+            if name in n.names:
+                return True
+        elif (t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.ClassDef) and \
+                n is not fn and n.name == name:
+            return True
+        elif t is ast.arg and n.arg == name:
+            return True
+        elif (t is ast.Import or t is ast.ImportFrom) and \
+                any((a.asname or a.name).split(".")[0] == name for a in n.names):
+            return True
+        elif t is ast.MatchAs or t is ast.MatchStar:
+            if n.name == name:
+                return True
+    return False
+
+
+def _ends(body: list) -> bool:
+    """The block never falls off its end (its last statement returns or raises, or is an
+    ``if``/``try`` whose branches all do)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.If):
+        return _ends(last.body) and _ends(last.orelse)
+    return False

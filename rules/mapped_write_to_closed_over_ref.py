@@ -153,7 +153,7 @@ class MappedWriteToClosedOverRef(Rule):
             else:
                 src = f"a Variable holding a ref, created outside it, on line {line}"
         elif root.origin == "created" and root.node is not None:
-            src = f"a ref created outside it, on line {analysis.line_of(root.node)}"
+            src = f"a ref created outside it, {analysis.created_at(root)}"
         else:
             owner = root.scope.name if root.scope is not None else "an enclosing function"
             src = f"a ref parameter of {owner}"

@@ -31,8 +31,30 @@ def _free_names(node) -> set:
     return loads - bound
 
 
-def split(source: str, seed=None):
-    """(defs.py text, main.py text, moved names), or None when nothing can move."""
+_REF_CTORS = ("new_ref", "empty_ref", "array_ref", "mutable_array")
+
+
+def _ref_global(st, imports: dict, names_bound: dict):
+    """The name of ``name = jax.new_ref(...)`` at module level (bound once, its free names
+    imports or builtins), else None."""
+    if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and
+            isinstance(st.targets[0], ast.Name) and isinstance(st.value, ast.Call)):
+        return None
+    func = st.value.func
+    last = func.attr if isinstance(func, ast.Attribute) else \
+        func.id if isinstance(func, ast.Name) else None
+    name = st.targets[0].id
+    if last not in _REF_CTORS or names_bound.get(name, 0) != 1 or name.startswith("_"):
+        return None
+    if not all(n in imports or n in BUILTINS for n in _free_names(st.value)):
+        return None
+    return name
+
+
+def split(source: str, seed=None, move_refs: bool = False):
+    """(defs.py text, main.py text, moved names), or None when nothing can move. With
+    ``move_refs``, module-level refs (``name = jax.new_ref(...)``) move too, and so do the
+    functions using them."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -59,29 +81,36 @@ def split(source: str, seed=None):
     if seed is not None:
         cut = random.Random(seed).randint(1, len(tree.body))
     movable = []
+    refs = set()
     for st in tree.body[:cut]:
+        if move_refs:
+            ref = _ref_global(st, imports, names_bound)
+            if ref is not None:
+                refs.add(ref)
+                movable.append(st)
+                continue
         if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         if names_bound.get(st.name, 0) != 1 or st.name.startswith("_"):
             continue
         free = _free_names(st)
-        if all(n in imports or n in BUILTINS for n in free) and \
+        if all(n in imports or n in BUILTINS or n in refs for n in free) and \
                 not any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(st)):
             movable.append(st)
     if not movable:
         return None
     moved_lines = set()
     for st in movable:
-        start = min([st.lineno] + [d.lineno for d in st.decorator_list])
+        start = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", ())])
         moved_lines.update(range(start, st.end_lineno + 1))
     import_lines = set()
     for st in import_stmts:
         import_lines.update(range(st.lineno, st.end_lineno + 1))
     defs = "".join(lines[i - 1] for i in sorted(import_lines) if i - 1 < len(lines))
     defs += "\n\n" + "\n\n".join("".join(lines[i - 1] for i in range(
-        min([st.lineno] + [d.lineno for d in st.decorator_list]), st.end_lineno + 1))
-        for st in movable)
-    names = [st.name for st in movable]
+        min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", ())]),
+        st.end_lineno + 1)) for st in movable)
+    names = [st.targets[0].id if isinstance(st, ast.Assign) else st.name for st in movable]
     # The import goes after the last top-level import (or the module docstring).
     anchor = max(import_lines) if import_lines else 0
     out = []

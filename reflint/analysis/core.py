@@ -63,6 +63,7 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
         # module alone) and, per function, where a fact it gave comes from (messages).
         self.project = project
         self._provenance: dict = {}
+        self._project_names: dict = {}  # qualified name -> reflint.project.Values or None
         self.path = path
         if settings is None:
             from ..settings import Settings

@@ -77,6 +77,8 @@ class ExpressionsMixin:
 
     def _eval_name(self, node, state: _State) -> Optional[Value]:
         value = self._lookup(node.value, node, state)
+        if self.project is not None:
+            value = self.project_name_value(value, node)  # another module's ref
         if isinstance(value, RefVal) and value.key in state.frozen:
             self._sink.add(UseAfterFreeze(node, "use", value,
                                           state.frozen[value.key], self._func))
@@ -86,6 +88,8 @@ class ExpressionsMixin:
         base = self._eval(node.value, state)
         attr = node.attr.value
         if isinstance(base, QN):
+            if self.project is not None:
+                return self.project_name_value(QN(f"{base.qualname}.{attr}"), node)
             return QN(f"{base.qualname}.{attr}")
         if isinstance(base, RefVal) and base.tree:
             # An NNX object holding refs: its Variables and sub-modules hold refs too.

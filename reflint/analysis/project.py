@@ -16,6 +16,12 @@ module is analysed on its own. With one:
 - a class of another module (or of an installed library) whose bases reach a Flax NNX Module
   or Variable is one here: a base of this module's classes, or built by a call
   (``_project_nnx_class``).
+- values (``_project_values_call``, ``project_name_value``): a call of another module's
+  function that returns a new ref gives a ref here (REF001 when a jitted function returns it,
+  REF007 in arithmetic ...); a call of one that writes its ref parameter writes the ref given
+  to it, at the call (REF005 under ``jax.vmap`` ...); a module-level ref another module
+  exports (``from lib import state``, ``lib.state``) is a ref created outside every function
+  here (closed over by a jitted function: REF001, REF005 ...).
 
 Anything the project does not resolve stays unknown.
 """
@@ -28,7 +34,8 @@ import libcst as cst
 
 from .. import api
 from ..values import FuncVal, OneOf, Transform, Value
-from .facts import Binding, FunctionInfo, KernelEntry, TracedCall
+from ..values import QN, RefVal
+from .facts import Binding, FunctionInfo, KernelEntry, RefAccess, TracedCall
 
 
 class ProjectMixin:
@@ -60,7 +67,10 @@ class ProjectMixin:
                 bound, kws = kernels.get(a.name, (0, ()))
                 kernels[a.name] = (max(bound, launch.bound), tuple(sorted(set(kws) |
                                                                        set(launch.bound_kws))))
-            elif a.family is api.Family.TRANSFORM and a.role is not None:
+            elif a.family is api.Family.TRANSFORM and a.role is not None and \
+                    not launch.bound and not launch.bound_kws:
+                # (`jax.grad(partial(lib.f, 3.0))`: which parameters the transform sees is
+                # not modelled across modules: no role.)
                 self._add_role(info, a.role, node)
         for name, (bound, kws) in kernels.items():
             callee = api.API[name].callees[0]
@@ -100,7 +110,7 @@ class ProjectMixin:
         except Exception:  # noqa: BLE001
             return False, None
         if ext is None:
-            return False, None
+            return self._project_values_call(node, qn, args, state)
         from ..project import Wrapper
 
         if isinstance(ext, Wrapper):
@@ -163,9 +173,79 @@ class ProjectMixin:
                                   targets=[], transforms=transforms, operands=operands,
                                   bindings={0: bindings}))
 
+    def _project_values_call(self, node: cst.Call, qn: str, args: list, state) -> tuple:
+        """(handled, value) for a call of another module's function that returns a new ref or
+        writes the refs given to it (``reflint.project.Values``)."""
+        try:
+            v = self.project.values(qn)
+        except Exception:  # noqa: BLE001
+            return False, None
+        if v is None or v.ref_global:
+            return False, None
+        short = ".".join(v.qualname.rsplit(".", 2)[-2:])
+        for param, index, kind, line in v.effects:
+            got = _argument(args, param, index)
+            if got is None or not isinstance(got[1], RefVal) or got[1].tree:
+                continue
+            expr, ref = got
+            self._sink.add(RefAccess(kind, node, expr, ref, None, self._func))
+        for gqn, kind, line, made in v.global_writes:
+            # `record(x)` writes `log_ref`, a ref of its module: here, at the call.
+            from ..project import Values
+
+            ref = self._project_global(Values(gqn, v.path, made, ref_global=True), node)
+            self._sink.add(RefAccess(kind, node, None, ref, None, self._func))
+        if not v.returns_ref:
+            return True, None
+        self._provenance[id(node)] = f"created by {short} ({self.project.where(v)})"
+        return True, RefVal(key=("new", id(node)), origin="created", node=node,
+                            scope=self._func)
+
+    def project_name_value(self, value, node):
+        """A module-level ref of another module named by ``value`` (a qualified name from
+        this module's imports), as a ref created outside every function here; else
+        ``value``."""
+        if type(value) is not QN or self.project is None:
+            return value
+        cache = self._project_names
+        got = cache.get(value.qualname, False)
+        if got is False:
+            try:
+                v = self.project.values(value.qualname)
+            except Exception:  # noqa: BLE001
+                v = None
+            got = cache[value.qualname] = v if v is not None and v.ref_global else None
+        if got is None:
+            return value
+        return self._project_global(got, node)
+
+    def _project_global(self, v, node) -> RefVal:
+        """Another module's module-level ref (``Values.ref_global``), seen at ``node``."""
+        self._provenance[id(node)] = f"created in {self.project.where(v)}"
+        return RefVal(key=("project", v.qualname), origin="created", node=node,
+                      scope=self.module_info, name=v.qualname.rsplit(".", 1)[1])
+
     def provenance(self, info: Optional[FunctionInfo]) -> str:
         """Where the fact that makes ``info`` a kernel (or traced) comes from, when another
         module says so ("" otherwise)."""
         if info is None:
             return ""
         return self._provenance.get(id(info), "")
+
+
+def _argument(args: list, param: str, index: Optional[int]):
+    """(expression, value) of the argument a call binds to ``param`` (position ``index``);
+    None when a starred argument makes it unknown or none binds it."""
+    positional = 0
+    for arg, v in args:
+        if arg.star:
+            if arg.star == "*":
+                return None
+            continue
+        if arg.keyword is None:
+            if positional == index:
+                return arg.value, v
+            positional += 1
+        elif arg.keyword.value == param:
+            return arg.value, v
+    return None

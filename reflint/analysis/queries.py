@@ -395,6 +395,10 @@ class QueriesMixin:
             return f"{name} is {what} holding refs"
         if ref.origin == "created" and ref.node is not None:
             line = self.line_of(ref.node)
+            where = self._provenance.get(id(ref.node)) if self._provenance else None
+            if where:  # another module's ref, or another module's function made it
+                return f"{name} was {where}" + \
+                    (f" on line {line}" if line and ref.key[0] != "project" else "")
             if line:
                 return f"{name} was created on line {line}"
         if ref.origin in ("param", "pallas"):
@@ -405,6 +409,17 @@ class QueriesMixin:
                     return f"{name} is a kernel ref: {where}"
             return f"{name} is a ref parameter of {owner}"
         return ""
+
+    def created_at(self, ref: RefVal) -> str:
+        """Where a created ref was made, for messages: ``on line 4``, or ``in lib.py:4`` for
+        a ref another module exports ("" when unknown)."""
+        if ref.node is None:
+            return ""
+        where = self._provenance.get(id(ref.node)) if self._provenance else None
+        if where and ref.key[0] == "project":
+            return where[len("created "):]
+        line = self.line_of(ref.node)
+        return f"on line {line}" if line else ""
 
     def line_of(self, node: cst.CSTNode) -> Optional[int]:
         pos = self.position(node)
