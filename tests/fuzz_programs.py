@@ -215,6 +215,8 @@ def check_properties(source: str, path: str = "gen.py") -> list:
     try:
         first = lint_source(source, path, Settings()).diagnostics
         second = lint_source(source, path, Settings()).diagnostics
+    except KeyboardInterrupt:  # a campaign stopped (bench/fuzz.py: SIGTERM)
+        raise
     except BaseException as e:  # noqa: BLE001 - the property under test
         return [f"exception: {type(e).__name__}: {e}"]
     n_lines = source.count("\n") + 1
@@ -229,6 +231,8 @@ def check_properties(source: str, path: str = "gen.py") -> list:
         failures.append("non-deterministic output")
     try:
         unfiltered = lint_source(source, path, Settings(), use_prefilter=False).diagnostics
+    except KeyboardInterrupt:  # a campaign stopped (bench/fuzz.py: SIGTERM)
+        raise
     except BaseException as e:  # noqa: BLE001
         return failures + [f"exception without the pre-filter: {type(e).__name__}: {e}"]
     if [(d, d.message) for d in first] != [(d, d.message) for d in unfiltered]:
@@ -238,6 +242,8 @@ def check_properties(source: str, path: str = "gen.py") -> list:
         settings = Settings(unsafe_fixes=True)
         try:
             outcome = fix_source(source, path, settings)
+        except KeyboardInterrupt:  # a campaign stopped (bench/fuzz.py: SIGTERM)
+            raise
         except BaseException as e:  # noqa: BLE001
             return failures + [f"fix exception: {type(e).__name__}: {e}"]
         if outcome.error:
