@@ -49,10 +49,10 @@ from . import __version__
 from . import server_reuse, server_worker
 from .config import ConfigError, Resolver
 from .diagnostics import SAFE, Diagnostic
+from .discovery import excluded_with_parents
 from .server_front import (DEFAULT_DEBOUNCE, DEFAULT_TIMEOUT, DEFAULT_WORKERS,  # noqa: F401
                            FIX_ALL_KIND, MAX_MESSAGE_BYTES, NOTEBOOK_SELECTOR, WorkerCrashed,
                            WorkerTimeout, Workers, diagnostic_json, doc_href, document_path,
-                           excluded_with_parents,
                            is_python, range_json, split_lines, _LINE_SPLIT)
 
 log = logging.getLogger("reflint.server")

@@ -377,20 +377,6 @@ def document_path(uri: str) -> str:
     return name if name.endswith((".py", ".pyi")) else name + ".py"
 
 
-def excluded_with_parents(path: str, settings) -> bool:
-    """``--force-exclude`` (reflint.cli's, without importing the CLI): the path or one of
-    its directories (below the root) is excluded."""
-    path = os.path.abspath(path)
-    root = os.path.abspath(settings.root or os.getcwd())
-    while True:
-        if settings.is_excluded(path):
-            return True
-        parent = os.path.dirname(path)
-        if parent == path or not parent.startswith(root) or parent == root:
-            return False
-        path = parent
-
-
 def is_python(uri: str, language_id: Optional[str] = None) -> bool:
     if language_id is not None:
         return language_id == "python"
@@ -479,6 +465,7 @@ class Front:
             return
         try:
             from .config import Resolver
+            from .discovery import excluded_with_parents
 
             if self._resolver is None:
                 self._resolver = Resolver()
