@@ -256,13 +256,15 @@ class Project:
             return None
         return None
 
-    def _expand(self, qualname: str) -> str:
-        """``qualname`` with the re-exports of the known modules followed as far as they go
-        (the name of the module still to read)."""
+    def _expand(self, qualname: str, libs: Optional[dict] = None) -> str:
+        """``qualname`` with the re-exports of the known modules (and of ``libs``, library
+        modules read so far) followed as far as they go (the name of the module still to
+        read)."""
         for _ in range(MAX_ALIAS_DEPTH):
             parts = qualname.split(".")
             for i in range(len(parts) - 1, 0, -1):
-                mod = self.modules.get(".".join(parts[:i]))
+                name = ".".join(parts[:i])
+                mod = self.modules.get(name) or (libs.get(name) if libs else None)
                 if mod is not None and parts[i] in mod.aliases:
                     qualname = ".".join([mod.aliases[parts[i]]] + parts[i + 1:])
                     break
@@ -336,18 +338,7 @@ class Project:
     def _expand_class(self, qualname: str) -> str:
         """``qualname`` through the re-exports of the modules known so far (libraries read
         for classes included): the name of the module still to read."""
-        libs = self.__dict__.setdefault("_class_libs", {})
-        for _ in range(MAX_ALIAS_DEPTH):
-            parts = qualname.split(".")
-            for i in range(len(parts) - 1, 0, -1):
-                name = ".".join(parts[:i])
-                mod = self.modules.get(name) or libs.get(name)
-                if mod is not None and parts[i] in mod.aliases:
-                    qualname = ".".join([mod.aliases[parts[i]]] + parts[i + 1:])
-                    break
-            else:
-                return qualname
-        return qualname
+        return self._expand(qualname, self.__dict__.setdefault("_class_libs", {}))
 
     def nnx_class(self, qualname: str) -> str:
         """"module" when ``qualname`` names a class whose bases (through the project's
