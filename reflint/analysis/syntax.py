@@ -169,23 +169,12 @@ _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Concat
 
 def _binds_name(stmt, name: str) -> bool:
     """``stmt`` (or a statement nested in it, not in a nested scope) binds ``name``."""
-    for n in walk_nodes([stmt], into=_in_own_scope):
-        t = type(n)
-        if t is cst.AssignTarget:
-            target = n.target
-        elif t in (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr):
-            target = n.target
-        elif t is cst.AsName:
-            target = n.name
-        else:
-            continue
-        if name in _target_names(target):
-            return True
-    return False
+    return name in _bound_names([stmt])
 
 
 def _bound_names(stmts) -> set:
-    """Every name that ``_binds_name`` finds bound in one of ``stmts``, in one walk."""
+    """Every name bound in one of ``stmts`` (or a statement nested in them, not in a nested
+    scope), in one walk."""
     out: set = set()
     for n in walk_nodes(list(stmts), into=_in_own_scope):
         t = type(n)
