@@ -258,12 +258,7 @@ class Cache:
         if self.disabled:
             return None
         try:
-            entry_path = self._entry(key)
-            if stat.S_ISLNK(os.lstat(os.path.dirname(entry_path)).st_mode):
-                raise ValueError("linked folder")
-            fd = os.open(entry_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as fh:
-                raw = fh.read(1 << 24)
+            raw = _read_entry(self._entry(key), 1 << 24)
             entry = json.loads(raw)
             if not isinstance(entry, dict) or entry.get("key") != key or \
                     entry.get("path") != path:
@@ -340,12 +335,7 @@ class Cache:
         if self.disabled:
             return MISS
         try:
-            entry = self._summary_entry(key)
-            if stat.S_ISLNK(os.lstat(os.path.dirname(entry)).st_mode):
-                raise ValueError("linked folder")
-            fd = os.open(entry, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as fh:
-                raw = fh.read(1 << 26)
+            raw = _read_entry(self._summary_entry(key), 1 << 26)
             mac, payload = raw[:32], raw[32:]
             expected = self._summary_mac(key, payload)
             if len(mac) != 32 or not hmac.compare_digest(mac, expected):
@@ -422,3 +412,13 @@ def _well_typed(d: Diagnostic) -> bool:
                 not isinstance(r.message, str):
             return False
     return True
+
+
+def _read_entry(path: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of the cache entry at ``path``, never through a symlink (of
+    the entry or of its folder): ``ValueError``/``OSError`` otherwise."""
+    if stat.S_ISLNK(os.lstat(os.path.dirname(path)).st_mode):
+        raise ValueError("linked folder")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(limit)
