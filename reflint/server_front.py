@@ -181,6 +181,21 @@ class Workers:
         if self._pool is not None:
             self._replace(self._pool, kill=True)
 
+    def kill_now(self) -> None:
+        """Kill the worker processes without taking any lock: for a signal handler, which may
+        run while this thread holds the pool's own lock (inside ``submit``, starting a
+        worker), where ``close`` would wait for it forever."""
+        pool = self._pool
+        try:
+            processes = list((getattr(pool, "_processes", None) or {}).values())
+        except Exception:  # noqa: BLE001 - changed while copied: the workers watch the server
+            processes = []
+        for p in processes:
+            try:
+                p.kill()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+
 
 # -- the message stream ----------------------------------------------------------------------
 
@@ -547,7 +562,7 @@ def main(argv: Optional[list] = None) -> int:
     import signal
 
     def terminate(signum, frame_):  # SIGTERM/SIGHUP: no worker outlives the server
-        pool.close()
+        pool.kill_now()
         os._exit(0)
 
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):

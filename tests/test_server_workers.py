@@ -63,3 +63,31 @@ def test_lint_text_is_reflint_check():
     fixed, n, error = server_worker.fix_text(BUGGY, "a.py", s)
     assert (n, error) == (1, None) and "jnp.sum(r[...])" in fixed
     assert server_worker.fix_text("x = 1\n", "a.py", s) == (None, 0, None)
+
+
+def test_the_signal_path_kills_workers_while_the_pool_lock_is_held():
+    # SIGTERM may arrive while the main thread is inside the pool's submit (starting a
+    # worker, its lock held): the handler's kill must not wait for that lock (it once did,
+    # and the server outlived SIGTERM).
+    import threading
+
+    from lsp_raw import alive
+
+    async def go():
+        w = Workers(1, timeout=120)
+        try:
+            pid = await w.call(os.getpid)
+            lock = w._pool._shutdown_lock
+            with lock:
+                done = threading.Event()
+                t = threading.Thread(target=lambda: (w.kill_now(), done.set()), daemon=True)
+                t.start()
+                assert done.wait(10), "kill_now waited for the pool's lock"
+            end = time.monotonic() + 20
+            while time.monotonic() < end and alive(pid):
+                time.sleep(0.1)
+            assert not alive(pid)
+        finally:
+            w.close()
+
+    asyncio.run(go())
