@@ -282,7 +282,59 @@ class Project:
     def values_of(self, qualname: str) -> Optional["Values"]:
         """What the project function or module-level ref ``qualname`` is as a value: a
         function returning a new ref, a function writing its parameters, a
-        module's ref; None when it is none of these (or not the project's)."""
+        module's ref; None when it is none of these (or not the project's). Memoized: every
+        module importing ``lib`` asks it of each of lib's names."""
+        key = ("v", qualname)
+        if key not in self._facts:
+            self._facts[key] = self._values_of(qualname)
+        return self._facts[key]
+
+    def function_fact(self, qualname: str) -> tuple:
+        """(canonical name or None, fact): the fact is the ``Wrapper`` of a project function
+        that forwards a parameter, or its ``FunctionSummary`` when it has transforms, else
+        None. Memoized, like ``values_of``; a view drops its own module's functions."""
+        key = ("f", qualname)
+        got = self._facts.get(key)
+        if got is None:
+            qn = self.canonical(qualname)
+            fact = None
+            if qn is not None:
+                fact = self.wrappers.get(qn)
+                if fact is None:
+                    mod, name = self.resolve(qn)
+                    f = mod.functions.get(name)
+                    fact = f if f is not None and f.transforms else None
+            got = self._facts[key] = (qn, fact)
+        return got
+
+    def module_facts(self, module: str) -> tuple:
+        """What ``import module`` gives another module, computed once per module: for each
+        name it reaches (its functions, its re-exports and its refs, sorted) that has one,
+        ``(qualname, canonical name, function fact, value fact)``; and the NNX kinds of its
+        classes and re-exports, ``(qualname, kind)``. Each reading view drops the facts
+        about its own functions."""
+        key = ("m", module)
+        got = self._facts.get(key)
+        if got is None:
+            mod = self.modules[module]
+            names = []
+            for name in sorted(set(mod.functions) | set(mod.aliases) | set(mod.ref_globals)):
+                full = f"{module}.{name}"
+                qn, fact = self.function_fact(full)
+                val = self.values_of(full)
+                if fact is not None or val is not None:
+                    names.append((full, qn, fact, val))
+            classes = []
+            for qn in sorted({f"{module}.{c}" for c in mod.classes} |
+                             {f"{module}.{a}" for a in mod.aliases}):
+                if api.lookup(qn) is None:
+                    kind = self.nnx_class(qn)
+                    if kind:
+                        classes.append((qn, kind))
+            got = self._facts[key] = (tuple(names), tuple(classes))
+        return got
+
+    def _values_of(self, qualname: str) -> Optional["Values"]:
         if api.lookup(qualname) is not None:
             return None  # the registry is the truth for JAX, Pallas and Flax (`jax.new_ref`)
         r = self.resolve(qualname, globals_too=True)
@@ -407,6 +459,7 @@ class Project:
 
     def _solve(self) -> None:
         self.__dict__.pop("_views", None)  # views read the solved facts
+        self._facts: dict = {}  # memo of function_fact / values_of / exports (solved facts)
         wrappers: dict = {}
         for _ in range(MAX_ROUNDS):
             changed = False
@@ -519,18 +572,11 @@ class ProjectView:
         return memo[key]
 
     def _function(self, qualname: str):
-        qn = self.project.canonical(qualname)
+        qn, fact = self.project.function_fact(qualname)
         if qn is None or qn.startswith(self.module + ".") and \
                 qn.count(".") == self.module.count(".") + 1:
             return None  # unknown, or this module's own (its analysis sees it)
-        w = self.project.wrappers.get(qn)
-        if w is not None:
-            return w
-        mod, name = self.project.resolve(qn)
-        f = mod.functions.get(name)
-        if f is not None and f.transforms:
-            return f
-        return None
+        return fact
 
     def nnx_class(self, qualname: str) -> str:
         """"module" / "variable" when ``qualname`` (from this module's imports) names a class
@@ -606,16 +652,14 @@ class ProjectView:
                 out.append(("launch", name, tuple(launches)))
         for local, qn in sorted(self.summary.aliases.items()):
             if self.project.is_module(qn):
-                mod = self.project.modules[qn]
                 # `import lib; lib.f(...)`: its functions and what it re-exports.
-                for name in sorted(set(mod.functions) | set(mod.aliases) |
-                                   set(mod.ref_globals)):
-                    got = self.function(f"{qn}.{name}")
+                for full, _, _, _ in self.project.module_facts(qn)[0]:
+                    got = self.function(full)
                     if got is not None:
-                        out.append(("import", f"{qn}.{name}", got))
-                    val = self.values(f"{qn}.{name}")
+                        out.append(("import", full, got))
+                    val = self.values(full)
                     if val is not None:
-                        out.append(("values", f"{qn}.{name}", val))
+                        out.append(("values", full, val))
             else:
                 got = self.function(qn)
                 if got is not None:
@@ -630,24 +674,21 @@ class ProjectView:
     def _class_reads(self) -> list:
         """The NNX kinds of the classes this module imports (or reaches through an imported
         module), and of the bases of its own classes: what the analysis asks ``nnx_class``."""
-        out = []
+        kinds = {}
         names = set()
         for local, qn in self.summary.aliases.items():
             if self.project.is_module(qn):
-                mod = self.project.modules[qn]
-                names.update(f"{qn}.{c}" for c in mod.classes)
-                names.update(f"{qn}.{a}" for a in mod.aliases)
+                kinds.update(self.project.module_facts(qn)[1])
             else:
                 names.add(qn)
         for bases in self.summary.classes.values():
             names.update(b for b in bases or () if b)
-        for qn in sorted(names):
-            if api.lookup(qn) is not None:
-                continue
-            kind = self.project.nnx_class(qn)
-            if kind:
-                out.append(("nnx_class", qn, kind))
-        return out
+        for qn in names - kinds.keys():
+            if api.lookup(qn) is None:
+                kind = self.project.nnx_class(qn)
+                if kind:
+                    kinds[qn] = kind
+        return [("nnx_class", qn, kind) for qn, kind in sorted(kinds.items())]
 
     def _defined_names(self) -> set:
         prefix = self.module + "."
