@@ -102,6 +102,8 @@ class ArraynessMixin:
             return self._returns_non_ref(expr, None, depth + 1)
         if t is cst.Name and value is None and depth < _MAX_DEPTH:
             return self._name_not_ref(expr.value, info, depth + 1)
+        if t in (cst.Attribute, cst.Subscript):
+            return self._declared_array_attribute(expr, info)
         return False
 
     def _non_ref_item(self, expr, index: int, info: FunctionInfo, depth: int) -> bool:
@@ -171,6 +173,68 @@ class ArraynessMixin:
             if not ok:
                 return False
         return True
+
+    # -- attributes of self ------------------------------------------------------------------
+
+    def _declared_array_attribute(self, expr, info: FunctionInfo) -> bool:
+        """`self.x`, `self.x[k]`, `self.x[k][j]` in a method, where the class (or a base of the
+        module) declares the attribute an Array, or a container of Arrays as deep as the
+        items taken (`x: jax.Array | None`, `self.x: dict[str, list[jax.Array]] = {}`), the
+        attribute is not named like a ref, and no store into `<anything>.x` in the module is a
+        value the analysis knows holds a ref. The declaration is taken at its word, as a
+        parameter's (``_array_annotated``)."""
+        depth = 0
+        while type(expr) is cst.Subscript:
+            expr, depth = expr.value, depth + 1
+        if type(expr) is not cst.Attribute or type(expr.value) is not cst.Name or depth > 3:
+            return False
+        attr, root = expr.attr.value, expr.value.value
+        cls = info.cls
+        if cls is None or not info.is_method or not info.params or \
+                info.params[0].name != root or info.decorator_kinds or \
+                "ref" in attr.lower() or attr.startswith("__"):
+            return False
+        if root in self._name_facts(info) or self._nnx_refs_possible():
+            return False  # `self` rebound; or Variables that may hold refs
+        stores = self.cached("arrayness attribute stores", lambda: _attribute_stores(self))
+        if any(v is not None and contains_ref(v) for v in
+               (self._values.get(id(e)) for e in stores.get(attr, ()))):
+            return False
+        anns = [a for c in self._class_chain(cls) for a in _declarations(c, attr)]
+        return bool(anns) and all(self._array_declaration(a, depth, info) for a in anns)
+
+    def _array_declaration(self, ann, depth: int, info: FunctionInfo, nest: int = 0) -> bool:
+        """The annotation ``ann`` declares an Array after ``depth`` items are taken
+        (`Optional[...]`/`X | None` allowed; containers: dict/Mapping values, list/Sequence/
+        tuple items)."""
+        if nest > 8:
+            return False
+        t = type(ann)
+        if t in (cst.SimpleString, cst.ConcatenatedString):
+            try:
+                ann = cst.parse_expression(ann.evaluated_value)
+            except Exception:
+                return False
+            return self._array_declaration(ann, depth, info, nest + 1)
+        if t is cst.BinaryOperation and isinstance(ann.operator, cst.BitOr):
+            return all(_is_none(side) or self._array_declaration(side, depth, info, nest + 1)
+                       for side in (ann.left, ann.right)) and \
+                not (_is_none(ann.left) and _is_none(ann.right))
+        if t is cst.Subscript:
+            head = _last_name(ann.value)
+            args = [e.slice.value for e in ann.slice if type(e.slice) is cst.Index]
+            if len(args) != len(ann.slice) or not args:
+                return False
+            if head in ("Optional", "Union"):
+                return all(_is_none(a) or self._array_declaration(a, depth, info, nest + 1)
+                           for a in args) and not all(_is_none(a) for a in args)
+            if depth > 0 and head in _MAPPINGS and len(args) == 2:
+                return self._array_declaration(args[1], depth - 1, info, nest + 1)
+            if depth > 0 and head in _SEQUENCES:
+                items = [a for a in args if type(a) is not cst.Ellipsis]
+                return bool(items) and all(self._array_declaration(a, depth - 1, info, nest + 1)
+                                           for a in items)
+        return depth == 0 and self._annotation_qn(ann, info) in api.ARRAY_ANNOTATIONS
 
     # -- names -------------------------------------------------------------------------------
 
@@ -469,6 +533,76 @@ def _at_receiver(call):
             sub.value.attr.value == "at":
         return sub.value.value
     return None
+
+
+_MAPPINGS = ("dict", "Dict", "Mapping", "MutableMapping")
+_SEQUENCES = ("list", "List", "Sequence", "MutableSequence", "tuple", "Tuple")
+
+
+def _is_none(expr) -> bool:
+    return type(expr) is cst.Name and expr.value == "None"
+
+
+def _last_name(expr) -> str:
+    if type(expr) is cst.Name:
+        return expr.value
+    return expr.attr.value if type(expr) is cst.Attribute else ""
+
+
+def _declarations(cls, attr: str) -> list:
+    """The annotations ``cls`` gives ``attr``: `attr: T` in its body, `self.attr: T` in its
+    methods (the methods' first parameter)."""
+    out = []
+    for st in cls.node.body.body:
+        if type(st) is cst.SimpleStatementLine:
+            for small in st.body:
+                if type(small) is cst.AnnAssign and type(small.target) is cst.Name and \
+                        small.target.value == attr:
+                    out.append(small.annotation.annotation)
+    for m in cls.methods.values():
+        params = m.info.params
+        if not params or m.info.decorator_kinds:
+            continue
+        body = getattr(m.info.node.body, "body", None)
+        if not isinstance(body, (list, tuple)):
+            continue
+        for node in walk_nodes(list(body), into=_in_own_scope):
+            if type(node) is cst.AnnAssign and type(node.target) is cst.Attribute and \
+                    node.target.attr.value == attr and type(node.target.value) is cst.Name \
+                    and node.target.value.value == params[0].name:
+                out.append(node.annotation.annotation)
+    return out
+
+
+def _attribute_stores(analysis) -> dict:
+    """attr -> the values stored in the module into `<anything>.attr`, `<anything>.attr[k]`
+    (any depth) or appended to it (`.append(v)`, `.extend(v)`, `.insert(i, v)`)."""
+    out: dict = {}
+
+    def root_attr(target):
+        while type(target) is cst.Subscript:
+            target = target.value
+        return target.attr.value if type(target) is cst.Attribute else None
+
+    for node in walk_nodes([analysis.module]):
+        t = type(node)
+        if t is cst.Assign:
+            for tg in node.targets:
+                for sub in walk_nodes([tg.target]):
+                    a = root_attr(sub) if type(sub) in (cst.Attribute, cst.Subscript) else None
+                    if a is not None:
+                        out.setdefault(a, []).append(node.value)
+        elif t in (cst.AnnAssign, cst.AugAssign) and node.value is not None:
+            a = root_attr(node.target)
+            if a is not None:
+                out.setdefault(a, []).append(node.value)
+        elif t is cst.Call and type(node.func) is cst.Attribute and \
+                node.func.attr.value in ("append", "extend", "insert", "setdefault",
+                                         "update", "add"):
+            a = root_attr(node.func.value)
+            if a is not None:
+                out.setdefault(a, []).extend(arg.value for arg in node.args)
+    return out
 
 
 def _mentions(expr, name: str) -> bool:
