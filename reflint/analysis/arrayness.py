@@ -100,10 +100,13 @@ class ArraynessMixin:
             if init is not None:
                 return self._non_ref(init, info, depth + 1)
             return self._returns_non_ref(expr, None, depth + 1)
+        if t is cst.Name and value is None and expr.value in ("None", "True", "False"):
+            return self.free_name_scope(expr.value, info) is None
         if t is cst.Name and value is None and depth < _MAX_DEPTH:
             return self._name_not_ref(expr.value, info, depth + 1)
         if t in (cst.Attribute, cst.Subscript):
-            return self._declared_array_attribute(expr, info)
+            return self._declared_array_attribute(expr, info) or \
+                self._ref_free(expr, info, 0)
         return False
 
     def _non_ref_item(self, expr, index: int, info: FunctionInfo, depth: int) -> bool:
@@ -123,6 +126,8 @@ class ArraynessMixin:
                 self._non_ref(els[index].value, info, depth)
         if depth >= _MAX_DEPTH:
             return False
+        if t in (cst.Name, cst.Subscript, cst.Attribute) and self._ref_free(expr, info, 0):
+            return True  # an item of a loop's carry
         if t is cst.Call:
             qn = getattr(self._values.get(id(expr.func)), "qualname", "")
             if qn.startswith(api.JAX_ARRAY_MODULES) and \
@@ -262,25 +267,14 @@ class ArraynessMixin:
             return False
         if param is not None and self._param_not_ref(scope, name, depth):
             return True
-        return False
+        # The carry of a loop body (a fresh Name: the parameter, seen from its scope).
+        return param is not None and facts is None and self._ref_free(cst.Name(name), scope, 0)
 
     def _param_not_ref(self, scope: FunctionInfo, name: str, depth: int,
                        index: Optional[int] = None) -> bool:
         """Every call of ``scope`` the analysis sees binds ``name`` to a non-ref, and no call
         can be hidden from it (a nested function, a private one, a control-flow body)."""
-        if scope.is_lambda or scope.parent is None:
-            return False
-        if scope.parent.is_module and not scope.name.startswith("_"):
-            return False  # public: another module may call it with a ref
-        if not self._calls_all_seen(scope):
-            return False
-        bound = []
-        for call in self.plain_calls:
-            if call.callee is scope:
-                bound.append((call.caller, call.bindings.get(name)))
-        for call in self.traced_calls:
-            if any(t is scope for t in call.targets):
-                bound.append((call.func, call.bindings.get(id(scope), {}).get(name)))
+        bound = self._param_bindings(scope, name, True)
         if not bound:
             return False
         for caller, b in bound:
@@ -297,6 +291,94 @@ class ArraynessMixin:
             if not self._non_ref(b.expr, caller, depth):
                 return False
         return True
+
+    def _param_bindings(self, scope: FunctionInfo, name: str, traced: bool) -> list:
+        """(caller, Binding) of ``name`` for every call of ``scope`` (plain calls, and with
+        ``traced`` control-flow calls too), when no call can be hidden from the analysis (a
+        nested function, a private one, whose name is used only in those calls); [] when
+        some may be."""
+        if scope.is_lambda or scope.parent is None:
+            return []
+        if scope.parent.is_module and not scope.name.startswith("_"):
+            return []  # public: another module may call it with a ref
+        if not self._calls_all_seen(scope):
+            return []
+        bound = []
+        for call in self.plain_calls:
+            if call.callee is scope:
+                bound.append((call.caller, call.bindings.get(name)))
+        for call in self.traced_calls:
+            if any(t is scope for t in call.targets):
+                if not traced:
+                    return []
+                bound.append((call.func, call.bindings.get(id(scope), {}).get(name)))
+        return bound
+
+    # -- loop carries ------------------------------------------------------------------------
+
+    def _ref_free(self, expr, info: FunctionInfo, depth: int) -> bool:
+        """No leaf of the value of ``expr`` is a ref: the carry parameter of a `scan`/
+        `fori_loop`/`while_loop` body (JAX rejects a ref in a carry), an item or attribute of
+        one, a local name every binding of which is one, a parameter of a nested or private
+        function every call of which passes one (`_unpack(carry)`). Not in a file that uses
+        Pallas (a loop in a kernel may carry a ref: checks are off there) or may make NNX
+        Variables holding refs."""
+        if depth >= 2 * _MAX_DEPTH or "pallas" in self.source or self._nnx_refs_possible():
+            return False
+        value = self._values.get(id(expr))
+        if value is not None and contains_ref(value):
+            return False
+        t = type(expr)
+        if t in (cst.Subscript, cst.Attribute):
+            return self._ref_free(expr.value, info, depth + 1)
+        if t is not cst.Name:
+            return False
+        name = expr.value
+        scope = self.free_name_scope(name, info) or info
+        if scope.is_module or scope.is_lambda:
+            return False
+        facts = self._name_facts(scope).get(name)
+        if scope.param(name) is None:
+            if facts is None:
+                return False
+            for kind, node in facts[0]:
+                if kind == "assign" and self._ref_free(node, scope, depth + 1):
+                    continue
+                if kind == "unpack" and self._ref_free(node[1], scope, depth + 1):
+                    continue
+                return False
+            return True
+        if facts is not None or self.unchecked_trace(scope):
+            return False  # a rebound parameter
+        if name in self._loop_carries(scope):
+            return True
+        bound = self._param_bindings(scope, name, False)
+        return bool(bound) and all(
+            b is not None and not b.partial and b.expr is not None and
+            self._ref_free(b.expr, caller, depth + 1) for caller, b in bound)
+
+    def _loop_carries(self, scope: FunctionInfo) -> set:
+        """The parameter of ``scope`` that receives a loop's carry (its init), when every
+        call of it the analysis sees is a `scan`/`fori_loop`/`while_loop` call giving it the
+        carry at the same parameter, and nothing else calls it."""
+        names = set()
+        for call in self.plain_calls:
+            if call.callee is scope:
+                return set()
+        for call in self.traced_calls:
+            if not any(t is scope for t in call.targets):
+                continue
+            pos = api.LOOP_INIT_POSITIONS.get(call.kind, 1 if call.kind == "scan" else None)
+            args = [a for a in call.node.args if a.keyword is None and not a.star]
+            if pos is None or pos >= len(args) or len(args) != len(call.node.args):
+                return set()
+            init = args[pos].value
+            got = {n for n, b in call.bindings.get(id(scope), {}).items()
+                   if b is not None and b.expr is init}
+            if len(got) != 1:
+                return set()
+            names |= got
+        return names if len(names) == 1 and self._calls_all_seen(scope) else set()
 
     def _calls_all_seen(self, scope: FunctionInfo) -> bool:
         """Every reference to the function's name is a call the analysis recorded (or the
