@@ -38,11 +38,12 @@ from typing import Optional
 import libcst as cst
 
 from .. import api
-from ..values import ArrayVal, FuncVal, RefVal, SeqVal, contains_ref
+from ..values import QN, ArrayVal, FuncVal, RefVal, SeqVal, contains_ref
 from .facts import FunctionInfo
 from .syntax import _in_own_scope, _target_names, walk_nodes
 
 _MAX_DEPTH = 4
+_CONSTANTS = ("builtins.None", "builtins.True", "builtins.False")
 _ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo,
           cst.Power, cst.MatrixMultiply, cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift,
           cst.RightShift)
@@ -75,7 +76,7 @@ class ArraynessMixin:
 
     def _non_ref(self, expr, info: FunctionInfo, depth: int) -> bool:
         value = self._values.get(id(expr))
-        if isinstance(value, ArrayVal):
+        if isinstance(value, ArrayVal) or isinstance(value, QN) and value.qualname in _CONSTANTS:
             return True
         if value is not None and contains_ref(value):
             return False
@@ -100,8 +101,6 @@ class ArraynessMixin:
             if init is not None:
                 return self._non_ref(init, info, depth + 1)
             return self._returns_non_ref(expr, None, depth + 1)
-        if t is cst.Name and value is None and expr.value in ("None", "True", "False"):
-            return self.free_name_scope(expr.value, info) is None
         if t is cst.Name and value is None and depth < _MAX_DEPTH:
             return self._name_not_ref(expr.value, info, depth + 1)
         if t in (cst.Attribute, cst.Subscript):
@@ -320,7 +319,7 @@ class ArraynessMixin:
         """No leaf of the value of ``expr`` is a ref: the carry parameter of a `scan`/
         `fori_loop`/`while_loop` body (JAX rejects a ref in a carry), an item or attribute of
         one, a local name every binding of which is one, a parameter of a nested or private
-        function every call of which passes one (`_unpack(carry)`). Not in a file that uses
+        function every call of which passes one (`_unpack(carry)`), and a loop's result. Not in a file that uses
         Pallas (a loop in a kernel may carry a ref: checks are off there) or may make NNX
         Variables holding refs."""
         if depth >= 2 * _MAX_DEPTH or "pallas" in self.source or self._nnx_refs_possible():
@@ -331,6 +330,9 @@ class ArraynessMixin:
         t = type(expr)
         if t in (cst.Subscript, cst.Attribute):
             return self._ref_free(expr.value, info, depth + 1)
+        if t is cst.Call:  # the final carry (and a scan's stacked outputs)
+            qn = getattr(self._values.get(id(expr.func)), "qualname", "")
+            return bool(qn) and api.canonical(qn) in ("fori_loop", "while_loop", "scan")
         if t is not cst.Name:
             return False
         name = expr.value
