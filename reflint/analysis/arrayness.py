@@ -15,6 +15,14 @@ not know:
 - a parameter of a nested or private function, or of a control-flow body, whose every call
   the analysis sees binds a non-ref (`fori_loop`'s carry: its init; an unpacked carry item:
   the init's item), when the function's name is used only in those calls;
+- anything taken (items, attributes, unpacking, through local helpers whose every call passes
+  one) from the carry parameter of a `scan`/`fori_loop`/`while_loop` body or from a loop's
+  result: a carry holds no ref (JAX rejects one), except in a Pallas kernel (checks off: the
+  rule is off in files that use Pallas) or with NNX ref Variables (``_ref_free``);
+- `self.x`, `self.x[k][j]` in a method, where the class declares the attribute an Array or
+  a container of Arrays as deep as the items taken (``_declared_array_attribute``: taken at
+  its word like a parameter's annotation; not named like a ref; no store in the module of a
+  value known to hold a ref);
 - with ``at`` (the statement asking), a local name that a use seeing the same value proves
   no ref: a use where a ref raises on both lines (measured: arithmetic, unary operators,
   `jax.numpy`/`lax`/`nn`/`scipy`/`random` functions (``api.rejects_refs``), `.sum()`/`.astype()`
