@@ -383,8 +383,10 @@ class ArraynessMixin:
             if pos is None or pos >= len(args) or len(args) != len(call.node.args):
                 return set()
             init = args[pos].value
+            if contains_ref(self._values.get(id(init))):
+                return set()  # a ref in the carry (JAX raises, unless checks are off)
             got = {n for n, b in call.bindings.get(id(scope), {}).items()
-                   if b is not None and b.expr is init}
+                   if b is not None and b.expr is init and "ref" not in n.lower()}
             if len(got) != 1:
                 return set()
             names |= got
