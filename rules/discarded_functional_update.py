@@ -24,7 +24,12 @@ class DiscardedFunctionalUpdate(Rule):
     local function that returns one, or of a `fori_loop`/`while_loop` whose init is one; a name every binding of which is one of those, or a
     parameter annotated `jax.Array` (or jaxtyping's `Float[Array, ...]`); a parameter of a
     nested or private function, or the carry of a `fori_loop`/`scan`/`while_loop` body, whose
-    every call passes one (the loop's init); or a name that a use seeing the same value shows is
+    every call passes one (the loop's init); anything taken from a loop body's carry or a
+    loop's result (`tb = carry[6]`, `i, tb = _unpack(carry)` through a local helper: a carry
+    holds no ref, JAX rejects one); an attribute of `self` (or an item of one:
+    `self.bufs[name][layer]`) that its class declares an Array or a container of Arrays
+    (`history: jax.Array | None`, `self.bufs: dict[str, list[jax.Array]] = {}`), when the
+    module stores no ref it knows of into it; or a name that a use seeing the same value shows is
     no ref, because a ref there would raise: an operand of arithmetic, an argument of a
     `jax.numpy`/`lax`/`nn` function, `.sum()`/`.astype()`, a value stored into a ref, an
     argument of a local function that uses its parameter so (`logits.at[0].set(-inf)` followed
@@ -63,14 +68,18 @@ class DiscardedFunctionalUpdate(Rule):
     ## Known limits
     A receiver that may be a ref is never reported: a parameter of a public function whose uses
     are valid on a ref (`.shape`, indexing, passing it to another module's function), a value
-    of an unknown call or of another module, an attribute (`self.cache`), a name whose only
+    of an unknown call or of another module, an attribute the class does not declare an Array
+    (`self.cache`), or declares one but names like a ref (`self.o_ref: jax.Array`: JAX's
+    kernels annotate refs so), an attribute of another object, a name whose only
     telling use is in a branch whose test mentions it (`if isinstance(x, Ref)`), or that is
     bound to an unknown value and to a fresh Array on different paths. Uses that a ref survives
     prove nothing: comparisons (`x_ref == 0` is `False` at top level), `.shape`/`.dtype`,
     `jnp.asarray`, `lax.stop_gradient`, NumPy and `math`. In a file that uses Flax NNX and may
     make Variables holding refs (`ref=True`, `nnx.use_refs` ...) uses prove nothing: a
     Variable does arithmetic, and one holding a ref writes through `.at[i].set(v)` on JAX 0.12
-    (flax 0.12.12). The rule takes the program to be otherwise right (a use that would raise
+    (flax 0.12.12); there, and in a file that uses Pallas (a loop in a kernel may carry a ref:
+    JAX's checks are off), a loop's carry proves nothing either. A declaration is taken at its
+    word, as a parameter's annotation is. The rule takes the program to be otherwise right (a use that would raise
     on a ref is taken to run). Statements under `with self.assertRaises(...)`/`pytest.raises`/
     `warns` (a test calling the update for its error) are not reported. A result discarded
     in other ways (an unused variable, a dropped return value) is not reported.

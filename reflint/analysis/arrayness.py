@@ -15,6 +15,14 @@ not know:
 - a parameter of a nested or private function, or of a control-flow body, whose every call
   the analysis sees binds a non-ref (`fori_loop`'s carry: its init; an unpacked carry item:
   the init's item), when the function's name is used only in those calls;
+- anything taken (items, attributes, unpacking, through local helpers whose every call passes
+  one) from the carry parameter of a `scan`/`fori_loop`/`while_loop` body or from a loop's
+  result: a carry holds no ref (JAX rejects one), except in a Pallas kernel (checks off: the
+  rule is off in files that use Pallas) or with NNX ref Variables (``_ref_free``);
+- `self.x`, `self.x[k][j]` in a method, where the class declares the attribute an Array or
+  a container of Arrays as deep as the items taken (``_declared_array_attribute``: taken at
+  its word like a parameter's annotation; not named like a ref; no store in the module of a
+  value known to hold a ref);
 - with ``at`` (the statement asking), a local name that a use seeing the same value proves
   no ref: a use where a ref raises on both lines (measured: arithmetic, unary operators,
   `jax.numpy`/`lax`/`nn`/`scipy`/`random` functions (``api.rejects_refs``), `.sum()`/`.astype()`
@@ -38,11 +46,12 @@ from typing import Optional
 import libcst as cst
 
 from .. import api
-from ..values import ArrayVal, FuncVal, RefVal, SeqVal, contains_ref
+from ..values import QN, ArrayVal, FuncVal, RefVal, SeqVal, contains_ref
 from .facts import FunctionInfo
 from .syntax import _in_own_scope, _target_names, walk_nodes
 
 _MAX_DEPTH = 4
+_CONSTANTS = ("builtins.None", "builtins.True", "builtins.False")
 _ARITH = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo,
           cst.Power, cst.MatrixMultiply, cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift,
           cst.RightShift)
@@ -75,7 +84,7 @@ class ArraynessMixin:
 
     def _non_ref(self, expr, info: FunctionInfo, depth: int) -> bool:
         value = self._values.get(id(expr))
-        if isinstance(value, ArrayVal):
+        if isinstance(value, ArrayVal) or isinstance(value, QN) and value.qualname in _CONSTANTS:
             return True
         if value is not None and contains_ref(value):
             return False
@@ -102,6 +111,9 @@ class ArraynessMixin:
             return self._returns_non_ref(expr, None, depth + 1)
         if t is cst.Name and value is None and depth < _MAX_DEPTH:
             return self._name_not_ref(expr.value, info, depth + 1)
+        if t in (cst.Attribute, cst.Subscript):
+            return self._declared_array_attribute(expr, info) or \
+                self._ref_free(expr, info, 0)
         return False
 
     def _non_ref_item(self, expr, index: int, info: FunctionInfo, depth: int) -> bool:
@@ -121,6 +133,8 @@ class ArraynessMixin:
                 self._non_ref(els[index].value, info, depth)
         if depth >= _MAX_DEPTH:
             return False
+        if t in (cst.Name, cst.Subscript, cst.Attribute) and self._ref_free(expr, info, 0):
+            return True  # an item of a loop's carry
         if t is cst.Call:
             qn = getattr(self._values.get(id(expr.func)), "qualname", "")
             if qn.startswith(api.JAX_ARRAY_MODULES) and \
@@ -172,6 +186,68 @@ class ArraynessMixin:
                 return False
         return True
 
+    # -- attributes of self ------------------------------------------------------------------
+
+    def _declared_array_attribute(self, expr, info: FunctionInfo) -> bool:
+        """`self.x`, `self.x[k]`, `self.x[k][j]` in a method, where the class (or a base of the
+        module) declares the attribute an Array, or a container of Arrays as deep as the
+        items taken (`x: jax.Array | None`, `self.x: dict[str, list[jax.Array]] = {}`), the
+        attribute is not named like a ref, and no store into `<anything>.x` in the module is a
+        value the analysis knows holds a ref. The declaration is taken at its word, as a
+        parameter's (``_array_annotated``)."""
+        depth = 0
+        while type(expr) is cst.Subscript:
+            expr, depth = expr.value, depth + 1
+        if type(expr) is not cst.Attribute or type(expr.value) is not cst.Name or depth > 3:
+            return False
+        attr, root = expr.attr.value, expr.value.value
+        cls = info.cls
+        if cls is None or not info.is_method or not info.params or \
+                info.params[0].name != root or info.decorator_kinds or \
+                "ref" in attr.lower() or attr.startswith("__"):
+            return False
+        if root in self._name_facts(info) or self._nnx_refs_possible():
+            return False  # `self` rebound; or Variables that may hold refs
+        stores = self.cached("arrayness attribute stores", lambda: _attribute_stores(self))
+        if any(v is not None and contains_ref(v) for v in
+               (self._values.get(id(e)) for e in stores.get(attr, ()))):
+            return False
+        anns = [a for c in self._class_chain(cls) for a in _declarations(c, attr)]
+        return bool(anns) and all(self._array_declaration(a, depth, info) for a in anns)
+
+    def _array_declaration(self, ann, depth: int, info: FunctionInfo, nest: int = 0) -> bool:
+        """The annotation ``ann`` declares an Array after ``depth`` items are taken
+        (`Optional[...]`/`X | None` allowed; containers: dict/Mapping values, list/Sequence/
+        tuple items)."""
+        if nest > 8:
+            return False
+        t = type(ann)
+        if t in (cst.SimpleString, cst.ConcatenatedString):
+            try:
+                ann = cst.parse_expression(ann.evaluated_value)
+            except Exception:
+                return False
+            return self._array_declaration(ann, depth, info, nest + 1)
+        if t is cst.BinaryOperation and isinstance(ann.operator, cst.BitOr):
+            return all(_is_none(side) or self._array_declaration(side, depth, info, nest + 1)
+                       for side in (ann.left, ann.right)) and \
+                not (_is_none(ann.left) and _is_none(ann.right))
+        if t is cst.Subscript:
+            head = _last_name(ann.value)
+            args = [e.slice.value for e in ann.slice if type(e.slice) is cst.Index]
+            if len(args) != len(ann.slice) or not args:
+                return False
+            if head in ("Optional", "Union"):
+                return all(_is_none(a) or self._array_declaration(a, depth, info, nest + 1)
+                           for a in args) and not all(_is_none(a) for a in args)
+            if depth > 0 and head in _MAPPINGS and len(args) == 2:
+                return self._array_declaration(args[1], depth - 1, info, nest + 1)
+            if depth > 0 and head in _SEQUENCES:
+                items = [a for a in args if type(a) is not cst.Ellipsis]
+                return bool(items) and all(self._array_declaration(a, depth - 1, info, nest + 1)
+                                           for a in items)
+        return depth == 0 and self._annotation_qn(ann, info) in api.ARRAY_ANNOTATIONS
+
     # -- names -------------------------------------------------------------------------------
 
     def _name_not_ref(self, name: str, info: FunctionInfo, depth: int) -> bool:
@@ -198,25 +274,14 @@ class ArraynessMixin:
             return False
         if param is not None and self._param_not_ref(scope, name, depth):
             return True
-        return False
+        # The carry of a loop body (a fresh Name: the parameter, seen from its scope).
+        return param is not None and facts is None and self._ref_free(cst.Name(name), scope, 0)
 
     def _param_not_ref(self, scope: FunctionInfo, name: str, depth: int,
                        index: Optional[int] = None) -> bool:
         """Every call of ``scope`` the analysis sees binds ``name`` to a non-ref, and no call
         can be hidden from it (a nested function, a private one, a control-flow body)."""
-        if scope.is_lambda or scope.parent is None:
-            return False
-        if scope.parent.is_module and not scope.name.startswith("_"):
-            return False  # public: another module may call it with a ref
-        if not self._calls_all_seen(scope):
-            return False
-        bound = []
-        for call in self.plain_calls:
-            if call.callee is scope:
-                bound.append((call.caller, call.bindings.get(name)))
-        for call in self.traced_calls:
-            if any(t is scope for t in call.targets):
-                bound.append((call.func, call.bindings.get(id(scope), {}).get(name)))
+        bound = self._param_bindings(scope, name, True)
         if not bound:
             return False
         for caller, b in bound:
@@ -233,6 +298,99 @@ class ArraynessMixin:
             if not self._non_ref(b.expr, caller, depth):
                 return False
         return True
+
+    def _param_bindings(self, scope: FunctionInfo, name: str, traced: bool) -> list:
+        """(caller, Binding) of ``name`` for every call of ``scope`` (plain calls, and with
+        ``traced`` control-flow calls too), when no call can be hidden from the analysis (a
+        nested function, a private one, whose name is used only in those calls); [] when
+        some may be."""
+        if scope.is_lambda or scope.parent is None:
+            return []
+        if scope.parent.is_module and not scope.name.startswith("_"):
+            return []  # public: another module may call it with a ref
+        if not self._calls_all_seen(scope):
+            return []
+        bound = []
+        for call in self.plain_calls:
+            if call.callee is scope:
+                bound.append((call.caller, call.bindings.get(name)))
+        for call in self.traced_calls:
+            if any(t is scope for t in call.targets):
+                if not traced:
+                    return []
+                bound.append((call.func, call.bindings.get(id(scope), {}).get(name)))
+        return bound
+
+    # -- loop carries ------------------------------------------------------------------------
+
+    def _ref_free(self, expr, info: FunctionInfo, depth: int) -> bool:
+        """No leaf of the value of ``expr`` is a ref: the carry parameter of a `scan`/
+        `fori_loop`/`while_loop` body (JAX rejects a ref in a carry), an item or attribute of
+        one, a local name every binding of which is one, a parameter of a nested or private
+        function every call of which passes one (`_unpack(carry)`), and a loop's result. Not in a file that uses
+        Pallas (a loop in a kernel may carry a ref: checks are off there) or may make NNX
+        Variables holding refs."""
+        if depth >= 2 * _MAX_DEPTH or "pallas" in self.source or self._nnx_refs_possible():
+            return False
+        value = self._values.get(id(expr))
+        if value is not None and contains_ref(value):
+            return False
+        t = type(expr)
+        if t in (cst.Subscript, cst.Attribute):
+            return self._ref_free(expr.value, info, depth + 1)
+        if t is cst.Call:  # the final carry (and a scan's stacked outputs)
+            qn = getattr(self._values.get(id(expr.func)), "qualname", "")
+            return bool(qn) and api.canonical(qn) in ("fori_loop", "while_loop", "scan")
+        if t is not cst.Name:
+            return False
+        name = expr.value
+        scope = self.free_name_scope(name, info) or info
+        if scope.is_module or scope.is_lambda:
+            return False
+        facts = self._name_facts(scope).get(name)
+        if scope.param(name) is None:
+            if facts is None:
+                return False
+            for kind, node in facts[0]:
+                if kind == "assign" and self._ref_free(node, scope, depth + 1):
+                    continue
+                if kind == "unpack" and self._ref_free(node[1], scope, depth + 1):
+                    continue
+                return False
+            return True
+        if facts is not None or self.unchecked_trace(scope):
+            return False  # a rebound parameter
+        if name in self._loop_carries(scope):
+            return True
+        bound = self._param_bindings(scope, name, False)
+        return bool(bound) and all(
+            b is not None and not b.partial and b.expr is not None and
+            self._ref_free(b.expr, caller, depth + 1) for caller, b in bound)
+
+    def _loop_carries(self, scope: FunctionInfo) -> set:
+        """The parameter of ``scope`` that receives a loop's carry (its init), when every
+        call of it the analysis sees is a `scan`/`fori_loop`/`while_loop` call giving it the
+        carry at the same parameter, and nothing else calls it."""
+        names = set()
+        for call in self.plain_calls:
+            if call.callee is scope:
+                return set()
+        for call in self.traced_calls:
+            if not any(t is scope for t in call.targets):
+                continue
+            pos = api.LOOP_INIT_POSITIONS.get(call.kind, 1 if call.kind == "scan" else None)
+            args = [a for a in call.node.args if a.keyword is None and not a.star]
+            if pos is None or pos >= len(args) or len(args) != len(call.node.args):
+                return set()
+            init = args[pos].value
+            if contains_ref(self._values.get(id(init))):
+                return set()  # a ref in the carry (JAX raises, unless checks are off)
+            got = {n for n, b in call.bindings.get(id(scope), {}).items()
+                   if b is not None and b.expr is init and "ref" not in n.lower()}
+            if len(got) != 1:
+                return set()
+            names |= got
+        return names if len(names) == 1 and self._calls_all_seen(scope) else set()
 
     def _calls_all_seen(self, scope: FunctionInfo) -> bool:
         """Every reference to the function's name is a call the analysis recorded (or the
@@ -469,6 +627,76 @@ def _at_receiver(call):
             sub.value.attr.value == "at":
         return sub.value.value
     return None
+
+
+_MAPPINGS = ("dict", "Dict", "Mapping", "MutableMapping")
+_SEQUENCES = ("list", "List", "Sequence", "MutableSequence", "tuple", "Tuple")
+
+
+def _is_none(expr) -> bool:
+    return type(expr) is cst.Name and expr.value == "None"
+
+
+def _last_name(expr) -> str:
+    if type(expr) is cst.Name:
+        return expr.value
+    return expr.attr.value if type(expr) is cst.Attribute else ""
+
+
+def _declarations(cls, attr: str) -> list:
+    """The annotations ``cls`` gives ``attr``: `attr: T` in its body, `self.attr: T` in its
+    methods (the methods' first parameter)."""
+    out = []
+    for st in cls.node.body.body:
+        if type(st) is cst.SimpleStatementLine:
+            for small in st.body:
+                if type(small) is cst.AnnAssign and type(small.target) is cst.Name and \
+                        small.target.value == attr:
+                    out.append(small.annotation.annotation)
+    for m in cls.methods.values():
+        params = m.info.params
+        if not params or m.info.decorator_kinds:
+            continue
+        body = getattr(m.info.node.body, "body", None)
+        if not isinstance(body, (list, tuple)):
+            continue
+        for node in walk_nodes(list(body), into=_in_own_scope):
+            if type(node) is cst.AnnAssign and type(node.target) is cst.Attribute and \
+                    node.target.attr.value == attr and type(node.target.value) is cst.Name \
+                    and node.target.value.value == params[0].name:
+                out.append(node.annotation.annotation)
+    return out
+
+
+def _attribute_stores(analysis) -> dict:
+    """attr -> the values stored in the module into `<anything>.attr`, `<anything>.attr[k]`
+    (any depth) or appended to it (`.append(v)`, `.extend(v)`, `.insert(i, v)`)."""
+    out: dict = {}
+
+    def root_attr(target):
+        while type(target) is cst.Subscript:
+            target = target.value
+        return target.attr.value if type(target) is cst.Attribute else None
+
+    for node in walk_nodes([analysis.module]):
+        t = type(node)
+        if t is cst.Assign:
+            for tg in node.targets:
+                for sub in walk_nodes([tg.target]):
+                    a = root_attr(sub) if type(sub) in (cst.Attribute, cst.Subscript) else None
+                    if a is not None:
+                        out.setdefault(a, []).append(node.value)
+        elif t in (cst.AnnAssign, cst.AugAssign) and node.value is not None:
+            a = root_attr(node.target)
+            if a is not None:
+                out.setdefault(a, []).append(node.value)
+        elif t is cst.Call and type(node.func) is cst.Attribute and \
+                node.func.attr.value in ("append", "extend", "insert", "setdefault",
+                                         "update", "add"):
+            a = root_attr(node.func.value)
+            if a is not None:
+                out.setdefault(a, []).extend(arg.value for arg in node.args)
+    return out
 
 
 def _mentions(expr, name: str) -> bool:
