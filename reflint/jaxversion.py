@@ -153,19 +153,47 @@ def declared(start: str) -> Optional[tuple]:
         d = parent
 
 
+def _dist_info_version(name: str) -> Optional[str]:
+    """The ``Version:`` of the first ``<name>-*.dist-info`` along ``sys.path`` (where
+    importlib.metadata looks first), read directly: importing importlib.metadata costs more
+    than the rest of a small check's start-up. None when there is none (then importlib.metadata
+    decides: eggs, odd layouts)."""
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for n in names:
+            if n.endswith(".dist-info") and n.split("-", 1)[0].lower().replace("_", "-") == name:
+                try:
+                    with open(os.path.join(entry or ".", n, "METADATA"), encoding="utf-8",
+                              errors="replace") as fh:
+                        for line in fh:
+                            if line.startswith("Version:"):
+                                return line.split(":", 1)[1].strip()
+                            if not line.strip():
+                                break  # the end of the headers
+                except OSError:
+                    pass
+                return None
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def installed() -> Optional[tuple]:
     """(version, reason) of the JAX installed where reflint runs (its metadata only)."""
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-    except ImportError:  # pragma: no cover
-        return None
-    try:
-        text = version("jax")
-    except (PackageNotFoundError, ValueError, OSError):
-        return None
-    except Exception:  # noqa: BLE001 - broken metadata: no answer
-        return None
+    text = _dist_info_version("jax")
+    if text is None:
+        try:
+            from importlib.metadata import PackageNotFoundError, version
+        except ImportError:  # pragma: no cover
+            return None
+        try:
+            text = version("jax")
+        except (PackageNotFoundError, ValueError, OSError):
+            return None
+        except Exception:  # noqa: BLE001 - broken metadata: no answer
+            return None
     v = _version(text or "")
     if v is None:
         return None

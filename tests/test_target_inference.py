@@ -104,6 +104,27 @@ def test_installed_reads_metadata_without_importing_jax(monkeypatch):
         assert found is not None and expected in found[1]
 
 
+def test_installed_reads_the_first_dist_info_on_the_path(tmp_path, monkeypatch):
+    # The fast path reads `jax-*.dist-info/METADATA` itself, the first one along sys.path
+    # (as importlib.metadata finds it); jaxlib's is not jax's; without one, importlib decides.
+    import sys
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    for d, name, v in ((first, "jaxlib", "0.9.0"), (first, "jax", "0.11.2"),
+                       (second, "jax", "0.8.1")):
+        info = d / f"{name}-{v}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {v}\n\n"
+                                       f"Version: 9.9.9 (the body, not a header)\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(first), str(second)])
+    assert jaxversion._dist_info_version("jax") == "0.11.2"
+    assert jaxversion.installed()[0] == (0, 11, 2)
+    monkeypatch.setattr(sys, "path", [str(second)])
+    assert jaxversion._dist_info_version("jax") == "0.8.1"
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "missing")])
+    assert jaxversion._dist_info_version("jax") is None
+
+
 def test_flag_and_config_win_over_inference(tmp_path):
     _project(tmp_path, ["jax>=0.8.0"], '[tool.reflint]\ntarget-jax-version = "0.9.0"')
     s = Resolver().for_dir(str(tmp_path))
