@@ -1102,6 +1102,9 @@ ARRAY_ANNOTATIONS = ARRAY_TYPES | frozenset(
 # Loops whose result is their final carry, and the position of the init (REF023: a carry whose
 # init is an Array is one after the loop).
 LOOP_INIT_POSITIONS = {"fori_loop": 3, "while_loop": 2}  # canonical names
+# Loops whose result is made of carries (and, for scan, stacked outputs): JAX rejects a ref
+# there, so no part of the result is one (REF023).
+CARRY_RESULT_LOOPS = frozenset({FORI_LOOP, WHILE_LOOP, SCAN})
 
 
 def rejects_refs(qualname: str) -> bool:

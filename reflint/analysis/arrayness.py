@@ -340,7 +340,7 @@ class ArraynessMixin:
             return self._ref_free(expr.value, info, depth + 1)
         if t is cst.Call:  # the final carry (and a scan's stacked outputs)
             qn = getattr(self._values.get(id(expr.func)), "qualname", "")
-            return bool(qn) and api.canonical(qn) in ("fori_loop", "while_loop", "scan")
+            return bool(qn) and api.canonical(qn) in api.CARRY_RESULT_LOOPS
         if t is not cst.Name:
             return False
         name = expr.value
