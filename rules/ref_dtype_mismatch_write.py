@@ -95,7 +95,7 @@ class RefDtypeMismatchWrite(Rule):
             ref_av = analysis.ref_aval(acc.ref, kinds_only=kinds_only)
             if ref_av is None:
                 continue
-            value = analysis.aval_of(acc.value_expr, kinds_only=kinds_only)
+            value = analysis.aval_of(acc.value_expr, kinds_only=kinds_only, scope=acc.func)
             if value is None:
                 continue
             written = value

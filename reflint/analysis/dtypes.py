@@ -31,6 +31,7 @@ import libcst as cst
 
 from .. import api
 from ..values import QN, ArrayVal, RefVal
+from .syntax import _bound_names
 
 _MAX_DEPTH = 24
 _RANDOM = frozenset({"normal", "uniform", "truncated_normal", "randint", "bernoulli"})
@@ -174,13 +175,51 @@ class DtypesMixin:
         """The file mentions ``x64``: it may run with 64-bit types on (other default widths)."""
         return "x64" in self.source
 
-    def aval_of(self, expr, kinds_only: bool = False) -> Optional[AVal]:
+    def aval_of(self, expr, kinds_only: bool = False, scope=None) -> Optional[AVal]:
         """The dtype (and shape, when known) of the Array ``expr`` evaluates to, or None.
         With ``kinds_only`` the answer is given in a file that may enable 64-bit types too:
-        the caller uses only its kind (``kind_of``), the same with them on or off."""
+        the caller uses only its kind (``kind_of``), the same with them on or off. With
+        ``scope`` (the function ``expr`` is in), a parameter of it that its body never
+        rebinds is known from the arguments every call of it passes, when they agree
+        (``jax.vmap(f)(ref, jnp.ones(3))``: f's ``x`` is float32; its shape is not kept)."""
         if self.x64_possible and not kinds_only:
             return None
-        return self._aval(expr, 0)
+        got = self._aval(expr, 0)
+        if got is None and scope is not None and isinstance(expr, cst.Name):
+            got = self.cached(("param aval", id(scope.node), expr.value),
+                              lambda: self._param_aval(scope, expr.value))
+        return got
+
+    def _param_aval(self, info, pname: str) -> Optional[AVal]:
+        """The dtype of parameter ``pname`` of ``info``: every call's argument's, if they
+        are all known and the same, and the body never rebinds the name."""
+        if info.is_module or info.is_lambda or not isinstance(info.node, cst.FunctionDef) or \
+                id(info) in self._pallas_kernels:
+            return None
+        if not any(p.name == pname and p.kind in ("pos", "posonly", "kwonly")
+                   for p in info.params):
+            return None
+        body = info.node.body
+        if not isinstance(body, cst.IndentedBlock) or pname in _bound_names(body.body):
+            return None
+        found = []
+        for call in self.traced_calls:
+            if info in call.targets:
+                found.append(call.bindings.get(id(info), {}).get(pname))
+        for call in self.plain_calls:
+            if call.callee is info:
+                found.append(call.bindings.get(pname))
+        if not found or len(found) < len(info.callers):
+            return None
+        avs = set()
+        for b in found:
+            if b is None or b.expr is None or isinstance(b.value, RefVal):
+                return None
+            a = self._aval(b.expr, 0)
+            if a is None:
+                return None
+            avs.add(AVal(a.dtype, a.weak, None))
+        return avs.pop() if len(avs) == 1 else None
 
     def ref_aval(self, ref: RefVal, kinds_only: bool = False) -> Optional[AVal]:
         """The dtype (and shape) of ``ref``'s elements, when its creation says it
