@@ -16,8 +16,10 @@ the Array; a ``RefVal`` its creation call) and the registry's tables (``api.DTYP
   on JAX 0.10.2 and 0.12.0.1), or the ``ShapeDtypeStruct`` given to ``jax.empty_ref``.
 
 64-bit types: a file that mentions ``x64`` (``jax_enable_x64``) may run with them on, where
-the defaults differ: every dtype there is unknown. Everything else not listed is unknown
-(None), and rules stay silent on it.
+the defaults differ: every dtype there is unknown, unless the caller asks for ``kinds_only``
+(it will compare only bool / integer / float / complex, which 64-bit types do not change:
+``jax.new_ref(0)`` is an integer ref, ``x * 2.0`` a float, with them on or off).
+Everything else not listed is unknown (None), and rules stay silent on it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import libcst as cst
 
 from .. import api
 from ..values import QN, ArrayVal, RefVal
+from .syntax import _bound_names
 
 _MAX_DEPTH = 24
 _RANDOM = frozenset({"normal", "uniform", "truncated_normal", "randint", "bernoulli"})
@@ -158,23 +161,84 @@ def _inexact(v: Optional[AVal], unknown_is_float: bool = False) -> Optional[AVal
     return AVal(api.DEFAULT_FLOAT, v.weak, v.shape)
 
 
+def kind_of(dtype: str) -> int:
+    """0 bool, 1 integer (signed or not), 2 float, 3 complex (``FLOATING``: 2)."""
+    return 2 if dtype == FLOATING else _lattice_kind(dtype)
+
+
 class DtypesMixin:
 
     # -- public queries ----------------------------------------------------------------------
 
-    def aval_of(self, expr) -> Optional[AVal]:
-        """The dtype (and shape, when known) of the Array ``expr`` evaluates to, or None."""
-        if "x64" in self.source:
-            return None
-        return self._aval(expr, 0)
+    @property
+    def x64_possible(self) -> bool:
+        """The file mentions ``x64``: it may run with 64-bit types on (other default widths)."""
+        return "x64" in self.source
 
-    def ref_aval(self, ref: RefVal) -> Optional[AVal]:
-        """The dtype (and shape) of ``ref``'s elements, when its creation says it."""
-        if "x64" in self.source or ref is None or ref.tree or ref.view:
+    def aval_of(self, expr, kinds_only: bool = False, scope=None) -> Optional[AVal]:
+        """The dtype (and shape, when known) of the Array ``expr`` evaluates to, or None.
+        With ``kinds_only`` the answer is given in a file that may enable 64-bit types too:
+        the caller uses only its kind (``kind_of``), the same with them on or off. With
+        ``scope`` (the function ``expr`` is in), a parameter of it that its body never
+        rebinds is known from the arguments every call of it passes, when they agree
+        (``jax.vmap(f)(ref, jnp.ones(3))``: f's ``x`` is float32; its shape is not kept)."""
+        if self.x64_possible and not kinds_only:
+            return None
+        got = self._aval(expr, 0)
+        if got is None and scope is not None and isinstance(expr, cst.Name):
+            got = self.cached(("param aval", id(scope.node), expr.value),
+                              lambda: self._param_aval(scope, expr.value))
+        return got
+
+    def _param_aval(self, info, pname: str) -> Optional[AVal]:
+        """The dtype of parameter ``pname`` of ``info``: every call's argument's, if they
+        are all known and the same, and the body never rebinds the name."""
+        if info.is_module or info.is_lambda or not isinstance(info.node, cst.FunctionDef) or \
+                id(info) in self._pallas_kernels:
+            return None
+        if not any(p.name == pname and p.kind in ("pos", "posonly", "kwonly")
+                   for p in info.params):
+            return None
+        body = info.node.body
+        if not isinstance(body, cst.IndentedBlock) or pname in _bound_names(body.body):
+            return None
+        found = []
+        for call in self.traced_calls:
+            if info in call.targets:
+                found.append(call.bindings.get(id(info), {}).get(pname))
+        for call in self.plain_calls:
+            if call.callee is info:
+                found.append(call.bindings.get(pname))
+        if not found or len(found) < len(info.callers):
+            return None
+        avs = set()
+        for b in found:
+            if b is None or b.expr is None or isinstance(b.value, RefVal):
+                return None
+            a = self._aval(b.expr, 0)
+            if a is None:
+                return None
+            avs.add(AVal(a.dtype, a.weak, None))
+        return avs.pop() if len(avs) == 1 else None
+
+    def ref_aval(self, ref: RefVal, kinds_only: bool = False) -> Optional[AVal]:
+        """The dtype (and shape) of ``ref``'s elements, when its creation says it
+        (``kinds_only``: as for ``aval_of``)."""
+        if self.x64_possible and not kinds_only:
+            return None
+        return self._known_ref_aval(ref)
+
+    def _known_ref_aval(self, ref: RefVal) -> Optional[AVal]:
+        if ref is None or ref.tree or ref.view:
             return None
         return self.cached(("ref aval", ref.key, id(ref.node)), lambda: self._ref_aval(ref, 0))
 
     def dtype_spelled(self, expr) -> Optional[str]:
+        """The dtype an expression names: ``jnp.float32``, ``np.int8``, ``"bfloat16"``,
+        ``float``, ``x.dtype`` of a known Array (not in a file that may enable 64-bit types)."""
+        return self._dtype_spelled(expr, gated=True)
+
+    def _dtype_spelled(self, expr, gated: bool = False) -> Optional[str]:
         """The dtype an expression names: ``jnp.float32``, ``np.int8``, ``"bfloat16"``,
         ``float``, ``x.dtype`` of a known Array."""
         if expr is None:
@@ -186,11 +250,12 @@ class DtypesMixin:
                 return None
             return canonical_dtype(text) if isinstance(text, str) else None
         if isinstance(expr, cst.Attribute) and expr.attr.value == "dtype":
-            inner = self.aval_of(expr.value)
+            inner = self._aval(expr.value, 0) if not (gated and self.x64_possible) else None
             if inner is not None:
                 return inner.dtype
             ref = self.ref_of(expr.value)
-            inner = self.ref_aval(ref) if ref is not None else None
+            inner = self._known_ref_aval(ref) if ref is not None and \
+                not (gated and self.x64_possible) else None
             return inner.dtype if inner is not None else None
         v = self.value_of(expr)
         if not isinstance(v, QN):
@@ -291,7 +356,7 @@ class DtypesMixin:
     def _aval_subscript(self, expr, depth: int) -> Optional[AVal]:
         base = self.value_of(expr.value)
         if isinstance(base, RefVal):
-            ref = self.ref_aval(base)
+            ref = self._known_ref_aval(base)
             if ref is None:
                 return None
             whole = len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and \
@@ -321,7 +386,7 @@ class DtypesMixin:
             if how is None and meth not in ("sum", "prod"):
                 return None
             if how == "astype":
-                dt = self.dtype_spelled(_arg(call, 0, "dtype"))
+                dt = self._dtype_spelled(_arg(call, 0, "dtype"))
                 if dt is None:
                     return None
                 inner = self._aval(receiver, depth + 1)
@@ -337,8 +402,8 @@ class DtypesMixin:
         if canon == api.REF_GET or canon == api.FREEZE:
             ref = self.ref_of(_arg(call, 0, "ref")) if _arg(call, 0, "ref") is not None \
                 else None
-            return AVal(self.ref_aval(ref).dtype, False) if ref is not None and \
-                self.ref_aval(ref) is not None else None
+            known = self._known_ref_aval(ref) if ref is not None else None
+            return AVal(known.dtype, False) if known is not None else None
         mod, _, last = qn.rpartition(".")
         if mod == "builtins":
             return None
@@ -374,7 +439,7 @@ class DtypesMixin:
         elif last in ("normal", "uniform"):
             shape = _shape(_arg(call, 1, "shape"))
         if dt_expr is not None:
-            dt = self.dtype_spelled(dt_expr)
+            dt = self._dtype_spelled(dt_expr)
             return AVal(dt, False, shape) if dt is not None else None
         if how == "float":
             return AVal(api.DEFAULT_FLOAT, False, shape)
@@ -493,7 +558,7 @@ class DtypesMixin:
         fv = self.value_of(expr.func)
         if not isinstance(fv, QN) or fv.qualname.rpartition(".")[2] != "ShapeDtypeStruct":
             return None
-        dt = self.dtype_spelled(_arg(expr, 1, "dtype"))
+        dt = self._dtype_spelled(_arg(expr, 1, "dtype"))
         if dt is None:
             return None
         return AVal(dt, False, _shape(_arg(expr, 0, "shape")))
