@@ -109,25 +109,14 @@ class ClosedOverRefReboundAfterTrace(Rule):
             return
         index = _statement_index(analysis)
         for name, uses in names.items():
+            spans = _target_spans(uses, index)
+            bound = [idx for stmt, idx in bindings.get(name, ())]
+            candidates = _bindings_inside(spans, sorted(set(bound)))
             for stmt, idx in bindings.get(name, ()):
-                if not isinstance(stmt, cst.Assign) or \
+                if idx not in candidates or not isinstance(stmt, cst.Assign) or \
                         not isinstance(analysis.value_of(stmt.value), RefVal):
                     continue
-                before = [(c, t) for c, t in uses if index.get(id(c.node), idx) < idx]
-                after = [(c, t) for c, t in uses if index.get(id(c.node), -1) > idx]
-                hit = None
-                for c1, t1 in before:
-                    for c2, t2 in after:
-                        if t1 is not t2 or not _same_callee(c1, c2):
-                            continue
-                        callee = c2.node.func.value
-                        later = index.get(id(c2.node))
-                        if any(idx < i < later for _, i in bindings.get(callee, ())):
-                            continue  # the jitted function is made anew in between
-                        hit = (c1, t1)
-                        break
-                    if hit:
-                        break
+                hit = _first_hit(candidates[idx], idx, bindings)
                 if hit is None:
                     continue
                 c1, target = hit
@@ -138,6 +127,61 @@ class ClosedOverRefReboundAfterTrace(Rule):
                     f"shapes keep reading and updating the old ref, silently. Reset it in "
                     f"place (`{name}[...] = ...`) or pass the ref as an argument"),
                     related_node=c1.node, related_message=f"`{target.name}` traced here")
+
+
+def _target_spans(uses: list, index: dict) -> dict:
+    """id(target) -> [first statement, last statement, [(position in ``uses``, call, target,
+    statement)]] of the calls of each jitted target (calls outside the statement index are
+    left out: they are neither before nor after a binding)."""
+    spans: dict = {}
+    for pos, (c, t) in enumerate(uses):
+        i = index.get(id(c.node))
+        if i is None:
+            continue
+        span = spans.get(id(t))
+        if span is None:
+            spans[id(t)] = [i, i, [(pos, c, t, i)]]
+        else:
+            span[0], span[1] = min(span[0], i), max(span[1], i)
+            span[2].append((pos, c, t, i))
+    return spans
+
+
+def _bindings_inside(spans: dict, bound: list) -> dict:
+    """binding statement -> the spans (targets) called both before and after it: one bisect
+    per target, so a notebook rebinding a ref in every cell costs linear time, not the square
+    of its cells (each cell's function is called in its own cell)."""
+    import bisect
+
+    out: dict = {}
+    for span in spans.values():
+        lo, hi = span[0], span[1]
+        if hi - lo < 2:
+            continue
+        for k in range(bisect.bisect_right(bound, lo), bisect.bisect_left(bound, hi)):
+            out.setdefault(bound[k], []).append(span[2])
+    return out
+
+
+def _first_hit(calls_by_target: list, idx: int, bindings: dict):
+    """The (call, target) of the first use (in the order of ``uses``) called before statement
+    ``idx`` whose target is called again after it by the same name, that name not rebound in
+    between; None when there is none."""
+    best = None
+    for calls in calls_by_target:
+        after = [(c, i) for _, c, _, i in calls if i > idx]
+        for pos, c1, t1, i1 in calls:
+            if i1 >= idx or best is not None and pos >= best[0]:
+                continue
+            for c2, later in after:
+                if not _same_callee(c1, c2):
+                    continue
+                callee = c2.node.func.value
+                if any(idx < i < later for _, i in bindings.get(callee, ())):
+                    continue  # the jitted function is made anew in between
+                best = (pos, c1, t1)
+                break
+    return None if best is None else (best[1], best[2])
 
 
 def _same_callee(c1, c2) -> bool:

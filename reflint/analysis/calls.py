@@ -60,6 +60,7 @@ from .syntax import (
     _first_positional,
     _first_positional_arg,
     _slice_of,
+    walk_nodes,
 )
 
 
@@ -672,7 +673,14 @@ class CallsMixin:
         self._note_refs_mode(info, self._refs_mode)
         info.callers.append((self._func, node))
         if info.parent is self._func and self._cur_state is not None:
-            info.call_envs.append(dict(self._cur_state.env))
+            # Only the names the function spells: a copy of the whole environment per call
+            # made a notebook (a def and its call per cell) quadratic in its cells.
+            names = info.read_names
+            if names is None:
+                names = info.read_names = frozenset(
+                    n.value for n in walk_nodes([info.node]) if type(n) is cst.Name)
+            env = self._cur_state.env
+            info.call_envs.append({k: env[k] for k in names if k in env})
         operands = [(b.value, b.expr) for b in bindings.values() if b.expr is not None]
         if mode == "traced":
             self._sink.add(TracedCall(

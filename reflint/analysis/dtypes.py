@@ -173,7 +173,10 @@ class DtypesMixin:
     @property
     def x64_possible(self) -> bool:
         """The file mentions ``x64``: it may run with 64-bit types on (other default widths)."""
-        return "x64" in self.source
+        got = self.__dict__.get("_x64_possible")
+        if got is None:  # asked for every write: one scan of the text, not one per write
+            got = self.__dict__["_x64_possible"] = "x64" in self.source
+        return got
 
     def aval_of(self, expr, kinds_only: bool = False, scope=None) -> Optional[AVal]:
         """The dtype (and shape, when known) of the Array ``expr`` evaluates to, or None.
@@ -487,10 +490,8 @@ class DtypesMixin:
         if depth > 4:
             return None
         if ref.origin == "created" and isinstance(ref.node, cst.Call):
-            for c in self.creations:
-                if c.node is ref.node:
-                    break
-            else:
+            c = self._creation_of(ref.node)
+            if c is None:
                 return None
             if c.api_name == api.NEW_REF:
                 if any(a.keyword is not None and a.keyword.value == "dtype"
@@ -515,10 +516,9 @@ class DtypesMixin:
                     return None
             if not keys or stack:
                 return None
-            by_node = {id(c.node): c for c in self.creations}
             avs = set()
             for node_id in keys:
-                c = by_node.get(node_id)
+                c = self._creation_by_id(node_id)
                 if c is None:
                     return None
                 avs.add(self._ref_aval(c.ref, depth + 1))
@@ -550,6 +550,20 @@ class DtypesMixin:
                 avs.add(a)
             return avs.pop() if len(avs) == 1 else None
         return None
+
+    def _creation_by_id(self, node_id: int):
+        """The creation fact of the constructor call ``id(node) == node_id`` (an index of
+        ``self.creations``, rebuilt when facts were added: one per file, not a scan of every
+        creation per question)."""
+        index = self.__dict__.get("_creation_index")
+        if index is None or index[0] != len(self.creations):
+            index = self.__dict__["_creation_index"] = (
+                len(self.creations), {id(c.node): c for c in reversed(self.creations)})
+        return index[1].get(node_id)
+
+    def _creation_of(self, node):
+        c = self._creation_by_id(id(node))
+        return c if c is not None and c.node is node else None
 
     def _struct_aval(self, expr) -> Optional[AVal]:
         """``jax.ShapeDtypeStruct(shape, dtype)``: what it describes."""

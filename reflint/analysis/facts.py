@@ -63,6 +63,9 @@ class FunctionInfo:
     # The enclosing scope's names at each call of this function made from that scope (this
     # round): a free name the scope binds several times takes the values reaching the calls.
     call_envs: list = field(default_factory=list)
+    # Every name spelled in this function (nested scopes included): a superset of the free
+    # names a call-time value is asked for; ``call_envs`` keep only these (see calls.py).
+    read_names: Optional[frozenset] = None
     local_only: Optional[bool] = None  # only called from its scope's own code (see _local_only)
 
     @property
