@@ -259,7 +259,9 @@ class ReflintServer(LanguageServer):
         if settings is None or state.text is None or settings != state.settings or \
                 state.fresh != state.stale:
             return None
-        hit = state.cache.get(text)
+        # A text of a document in a project is analysed again (its worker's memo answers at
+        # once when nothing it reads changed): the analysis re-checks its dependents.
+        hit = state.cache.get(text) if state.digest is None else None
         if hit is not None and hit[0] == settings:
             state.cache.move_to_end(text)
             return hit[1], hit[2]
