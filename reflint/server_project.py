@@ -186,7 +186,7 @@ class _Tree:
         if self.too_large:
             return None
         hashes = {p: _hash(t) for p, t in buffers.items()}
-        files = [f for f in self.files if f not in buffers] + sorted(buffers)
+        files = sorted(set(self.files) | set(buffers))
         if len(files) > MAX_FILES:
             return None
         disk = []
@@ -202,8 +202,8 @@ class _Tree:
         if fingerprint == self.fingerprint and self.project is not None:
             return self.project
         stamps = {f: (m, s) for f, m, s in disk}
-        self.project = None
-        self.project = _build(self, files, buffers, hashes, stamps)
+        previous, self.project = self.project, None
+        self.project = _build(self, files, buffers, hashes, stamps, previous)
         self.fingerprint = fingerprint
         return self.project
 
@@ -282,10 +282,13 @@ def _read_text(path: str) -> Optional[str]:
     return _read(path)
 
 
-def _build(tree: _Tree, files: list, buffers: dict, hashes: dict, stamps: dict):
+def _build(tree: _Tree, files: list, buffers: dict, hashes: dict, stamps: dict,
+           previous=None):
     """``reflint.project.Project.build(files, read=...)`` with the buffers over the disk,
     from memoized summaries (the same steps; tests/test_server_project.py compares the
-    digests of both)."""
+    digests of both). ``previous``, the project built last, is returned instead when every
+    module's summary is equal to its summary there (a keystroke inside a line): its facts,
+    computed once, serve again."""
     from dataclasses import replace
 
     from .project import MAX_ROUNDS, Project
@@ -380,8 +383,23 @@ def _build(tree: _Tree, files: list, buffers: dict, hashes: dict, stamps: dict):
             if s.module:
                 project.modules[s.module] = s
         project._solve()
+    if previous is not None and _same(project, previous):
+        return previous
     project._read_libraries()
     return project
+
+
+def _same(project, previous) -> bool:
+    """Whether the two projects were built from equal summaries, in the same order (the
+    installed library modules ``previous`` read afterwards left aside)."""
+    mine = list(project.by_path.items())
+    theirs = [(p, s) for p, s in previous.by_path.items() if not s.library]
+    if len(mine) != len(theirs):
+        return False
+    for (p, s), (q, t) in zip(mine, theirs):
+        if p != q or (s is not t and s != t):
+            return False
+    return True
 
 
 _MISS = object()
