@@ -40,6 +40,10 @@ def main(argv=None) -> int:
     ap.add_argument("file")
     ap.add_argument("--open", nargs="*", default=[])
     ap.add_argument("--keystrokes", type=int, default=10)
+    ap.add_argument("--where", choices=("end", "middle"), default="end",
+                    help="where the keystrokes' line is: at the end (no function moves: the "
+                         "summaries stay equal) or before the middle top-level function (the "
+                         "functions below it move: the project is solved again)")
     args = ap.parse_args(argv)
 
     from reflint import server_project as sp
@@ -67,23 +71,31 @@ def main(argv=None) -> int:
 
     build, analysis, alone, total = [], [], [], []
     tree = sp._tree(root)
+    lines = base.splitlines(True)
+    defs = [i for i, line in enumerate(lines) if line.startswith("def ")]
+    cut = defs[len(defs) // 2] if defs and args.where == "middle" else len(lines)
+
+    def typed(n):  # in the middle, the functions below move by a line at each keystroke
+        extra = "\n" * (n % 2) if args.where == "middle" else ""
+        return "".join(lines[:cut]) + f"_keystroke = {n}\n" + extra + "".join(lines[cut:])
+
     for i in range(args.keystrokes):
-        text = base + f"\n_keystroke = {i}\n"
+        text = typed(i)
         t = clock()
         server_worker.lint_text(text, path, settings)
         alone.append(since(t)[0])
-        text = base + f"\n_keystroke = {i + 1000}\n"  # not the memo's
+        text = typed(i + 1000)  # not the memo's
         t = clock()
         tree.project_for({**buffers, path: text})
         build.append(since(t)[0])
         t2 = clock()
-        got, _, info = sp.analyse(text, path, settings, ctx(text))
+        _, _, info = sp.analyse(text, path, settings, ctx(text))
         analysis.append(since(t2)[0])
         total.append(since(t)[0])
         assert not info["built"] and not info["memo"], info
     med = statistics.median
-    print(f"keystroke in code, median of {args.keystrokes} (CPU-s): alone {med(alone):.3f}; "
-          f"with the project {med(total):.3f} = project built again {med(build):.3f} + "
+    print(f"keystroke in code ({args.where}), median of {args.keystrokes} (CPU-s): "
+          f"alone {med(alone):.3f}; with the project {med(total):.3f} = project built again {med(build):.3f} + "
           f"analysis and digests {med(analysis):.3f} (overhead "
           f"{med(total) - med(alone):+.3f}, x{med(total) / med(alone):.2f})")
 

@@ -3,7 +3,9 @@
 What it does, for every open ``.py``/``.pyi`` document and Jupyter notebook, from its unsaved
 text:
 
-* **Diagnostics**, the same as ``reflint check`` on a file with that text at that path (the
+* **Diagnostics**, the same as ``reflint check ROOT`` on a file with that text at that path
+  (with the other modules of its project and the unsaved texts of the open ones:
+  reflint.server_project; an edit re-diagnoses the open documents that read it) (the
   same ``[tool.reflint]`` of the document's project, ``target-jax-version``,
   ``per-file-ignores``, ``noqa``; files that configuration excludes get none, as with
   ``--force-exclude``). Each has the rule code, a link to the rule's page (``codeDescription``)

@@ -97,7 +97,7 @@ def context(path: str, folders, buffers: dict) -> Optional[dict]:
 
 _LOCK = threading.RLock()  # one project analysis at a time (--threads: the active project
 # is a process-wide setting)
-_TREES: "OrderedDict[str, _Tree]" = OrderedDict()
+_TREES: OrderedDict = OrderedDict()  # root -> _Tree
 _SUMMARIES: OrderedDict = OrderedDict()  # (path, module, text hash) -> ModuleSummary or None
 _CALLS: OrderedDict = OrderedDict()  # (path, module, text hash) -> completed summary
 _SPELLS: OrderedDict = OrderedDict()  # (path, text hash, names) -> whether it spells one

@@ -186,8 +186,8 @@ async def _until(client: LanguageClient, uri: str, codes: list, after: int) -> N
         if got and [d.code for d in got[-1].diagnostics] == codes:
             return
         await asyncio.sleep(0.01)
-    raise AssertionError(f"{uri}: no publish with {codes}; got "
-                         f"{[(p.uri, p.version, [d.code for d in p.diagnostics]) for _, p in client.published]}")
+    seen = [(p.uri, p.version, [d.code for d in p.diagnostics]) for _, p in client.published]
+    raise AssertionError(f"{uri}: no publish with {codes}; got {seen}")
 
 
 @pytest_lsp.fixture(config=server_config())
