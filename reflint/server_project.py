@@ -42,6 +42,7 @@ from collections import OrderedDict
 from typing import Optional
 
 MAX_FILES = 2000  # a larger project is not built: its documents are analysed alone
+MAX_ENTRIES = 100_000  # directory entries looked at while counting the files (a home folder)
 RESCAN_S = 30.0  # the directory listing is walked again at least this often
 MAX_ROOTS = 4  # projects kept per worker process
 MAX_SUMMARIES = 20000  # memoized module summaries per worker process
@@ -250,8 +251,10 @@ def _discover(root: str) -> Optional[list]:
 
 def _count(root: str, resolver, limit: int) -> int:
     """The Python files under ``root`` (pruning virtual environments and excluded folders, as
-    ``discover`` does), counting up to a little past ``limit``."""
+    ``discover`` does), counting up to a little past ``limit``; past ``limit`` as well when
+    more than MAX_ENTRIES directory entries had to be looked at."""
     n = 0
+    seen = 0
     stack = [root]
     while stack:
         d = stack.pop()
@@ -259,6 +262,9 @@ def _count(root: str, resolver, limit: int) -> int:
             entries = list(os.scandir(d))
         except OSError:
             continue
+        seen += len(entries)
+        if seen > MAX_ENTRIES:
+            return limit + 1
         settings = resolver.for_dir(d)
         for e in entries:
             try:

@@ -129,6 +129,16 @@ def test_too_large_a_tree_is_analysed_alone(tmp_path, monkeypatch):
     assert diags == [] and info["digest"] is None
 
 
+def test_a_folder_too_large_to_count_is_no_project(tmp_path, monkeypatch):
+    root = _project(tmp_path, "wide")
+    for i in range(30):
+        (tmp_path / "wide" / f"data{i}.txt").write_text("")
+    monkeypatch.setattr(sp, "MAX_ENTRIES", 10)  # a home folder: not walked whole
+    assert sp._discover(root) is None
+    monkeypatch.setattr(sp, "MAX_ENTRIES", 1000)
+    assert len(sp._discover(root)) == 3
+
+
 def test_a_new_module_on_disk_is_seen(tmp_path):
     root = _project(tmp_path, "grow")
     k = os.path.join(root, "pkg", "kernels.py")
