@@ -452,9 +452,9 @@ def analyse(text: str, path: str, settings, ctx: dict, facts: bool = False) -> t
     from . import server_worker
 
     path_abs = os.path.abspath(path)
-    buffers = dict(ctx.get("buffers") or {})
+    buffers = dict((ctx or {}).get("buffers") or {})
     buffers[path_abs] = text
-    root = ctx["root"]
+    root = (ctx or {}).get("root")
     info = {"root": root, "digest": None, "others": {}, "files": 0, "built": False,
             "memo": False}
     line_facts = None
@@ -462,6 +462,8 @@ def analyse(text: str, path: str, settings, ctx: dict, facts: bool = False) -> t
         from .server_reuse import line_facts as compute
 
         line_facts = compute(text)
+    if not root:
+        return server_worker.lint_text(text, path, settings), line_facts, info
     with _LOCK:
         project = None
         try:
@@ -511,7 +513,7 @@ def fix(text: str, path: str, settings, ctx: Optional[dict]) -> tuple:
     """``reflint.server_worker.fix_text`` with the document's project active."""
     from . import server_worker
 
-    if ctx is None:
+    if not ctx or not ctx.get("root"):
         return server_worker.fix_text(text, path, settings)
     buffers = dict(ctx.get("buffers") or {})
     buffers[os.path.abspath(path)] = text

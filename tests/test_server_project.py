@@ -264,6 +264,26 @@ async def test_an_edit_that_changes_nothing_for_the_others_does_not_republish_th
     assert not [p for _, p in client.published[mark:] if p.uri == kuri]
 
 
+@pytest.mark.asyncio(loop_scope="function")
+async def test_fix_all_fixes_a_cross_module_finding(client):
+    from lsp_helpers import apply_edits, workspace_edits
+
+    kuri = from_fs_path(os.path.join(client.root, "pkg", "kernels.py"))
+    open_doc(client, kuri, KERNELS)
+    assert [d.code for d in await published(client, kuri, 1, WAIT)] == ["REF007"]
+    whole = types.Range(start=types.Position(line=0, character=0),
+                        end=types.Position(line=10, character=0))
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=kuri), range=whole,
+        context=types.CodeActionContext(diagnostics=[], only=["source.fixAll"]))) or []
+    assert [a.kind for a in actions] == ["source.fixAll.reflint"]
+    action = actions[0]
+    if action.edit is None:
+        action = await client.code_action_resolve_async(action)
+    new = apply_edits(KERNELS, workspace_edits(action.edit, kuri))
+    assert new == KERNELS.replace("= x_ref * 2", "= x_ref[...] * 2")
+
+
 @pytest_lsp.fixture(config=server_config())
 async def outside(lsp_client: LanguageClient, tmp_path):
     ws = tmp_path / "ws"
