@@ -589,9 +589,10 @@ def after_analysis(server, state, info: dict, propagate: bool) -> None:
         if other is state or other.notebook or other.ipynb:
             continue
         p = os.path.abspath(server.path_of(other)) if other.uri.startswith("file:") else ""
-        if p not in others or other.text is None:
-            continue
-        if others[p] != other.digest:
+        # One whose first analysis is in flight (with the older buffers) is stale too; one
+        # published without a project (excluded, too large) stays so.
+        if p in others and others[p] != other.digest and \
+                (other.text is None or other.digest is not None):
             stale(server, other)
 
 
@@ -600,6 +601,7 @@ def stale(server, state) -> None:
     analyse it again, not from its remembered texts."""
     state.stale += 1
     state.cache.clear()
+    state.early = None  # an analysis started at launch, with the buffers of then
     server.schedule(state.uri, 0)
 
 
