@@ -116,10 +116,6 @@ def _remember(memo: OrderedDict, key, value, limit: int) -> None:
         memo.popitem(last=False)
 
 
-class TooLarge(Exception):
-    """The tree has more than MAX_FILES Python files: no project."""
-
-
 class _Tree:
     """One root's files on disk, as ``reflint check ROOT`` discovers them, and the project
     built last from them and the open buffers."""

@@ -139,6 +139,23 @@ def test_a_folder_too_large_to_count_is_no_project(tmp_path, monkeypatch):
     assert len(sp._discover(root)) == 3
 
 
+def test_the_first_build_reads_the_summaries_reflint_check_cached(tmp_path, monkeypatch):
+    from reflint.cache import Cache
+    from reflint.project import Project
+
+    monkeypatch.setenv("REFLINT_CACHE_SECRET", str(tmp_path / "home" / "secret"))
+    monkeypatch.delenv("REFLINT_CACHE_DIR", raising=False)
+    root = _project(tmp_path, "cached")
+    files = sp._discover(root)
+    expected = Project.build(files, root=root, cache=Cache(os.path.join(root, ".reflint_cache")))
+    assert expected.summarized == 3
+    monkeypatch.setattr(sp, "_SUMMARIES", type(sp._SUMMARIES)())  # a fresh worker
+    got = sp._Tree(root).project_for({})
+    assert got.summarized == 0  # all three from the cache
+    for f in files:
+        assert sp._digest(got, f) == sp._digest(expected, f)
+
+
 def test_a_new_module_on_disk_is_seen(tmp_path):
     root = _project(tmp_path, "grow")
     k = os.path.join(root, "pkg", "kernels.py")
