@@ -585,10 +585,10 @@ def after_analysis(server, state, info: dict, propagate: bool) -> None:
         if other is state or other.notebook or other.ipynb:
             continue
         p = os.path.abspath(server.path_of(other)) if other.uri.startswith("file:") else ""
-        # One whose first analysis is in flight (with the older buffers) is stale too; one
-        # published without a project (excluded, too large) stays so.
-        if p in others and others[p] != other.digest and \
-                (other.text is None or other.digest is not None):
+        # One not published yet is analysed anyway; one published without a project
+        # (excluded, too large) stays so.
+        if p in others and other.text is not None and other.digest is not None and \
+                others[p] != other.digest:
             stale(server, other)
 
 
