@@ -3,7 +3,9 @@
 What it does, for every open ``.py``/``.pyi`` document and Jupyter notebook, from its unsaved
 text:
 
-* **Diagnostics**, the same as ``reflint check`` on a file with that text at that path (the
+* **Diagnostics**, the same as ``reflint check ROOT`` on a file with that text at that path
+  (with the other modules of its project and the unsaved texts of the open ones:
+  reflint.server_project; an edit re-diagnoses the open documents that read it) (the
   same ``[tool.reflint]`` of the document's project, ``target-jax-version``,
   ``per-file-ignores``, ``noqa``; files that configuration excludes get none, as with
   ``--force-exclude``). Each has the rule code, a link to the rule's page (``codeDescription``)
@@ -46,7 +48,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path
 
 from . import __version__
-from . import server_reuse, server_worker
+from . import server_project, server_reuse, server_worker
 from .config import ConfigError, Resolver
 from .diagnostics import SAFE, Diagnostic
 from .discovery import excluded_with_parents
@@ -82,6 +84,14 @@ class DocState:
     early: Optional[tuple] = None  # (version, text, future): an analysis started at launch
     cells: list = field(default_factory=list)  # a notebook's code cells: [(uri, version)]
     nb: object = None  # a notebook's reflint.notebook.Notebook (cell and line mapping)
+    # The project (reflint.server_project): the digest of what the published findings read
+    # from it (None: analysed alone); ``stale`` counts the times what it reads changed,
+    # ``fresh`` the count its findings are for; ``propagate``: its next analysis re-checks
+    # the other documents of its project.
+    digest: Optional[str] = None
+    stale: int = 0
+    fresh: int = 0
+    propagate: bool = False
 
 
 class ReflintProtocol(LanguageServerProtocol):
@@ -248,9 +258,12 @@ class ReflintServer(LanguageServer):
         """(diagnostics, line facts) of ``text`` without analysing it: a text analysed
         lately, or an edit of the published text that only changes a comment
         (reflint.server_reuse); None otherwise."""
-        if settings is None or state.text is None or settings != state.settings:
+        if settings is None or state.text is None or settings != state.settings or \
+                state.fresh != state.stale:
             return None
-        hit = state.cache.get(text)
+        # A text of a document in a project is analysed again (its worker's memo answers at
+        # once when nothing it reads changed): the analysis re-checks its dependents.
+        hit = state.cache.get(text) if state.digest is None else None
         if hit is not None and hit[0] == settings:
             state.cache.move_to_end(text)
             return hit[1], hit[2]
@@ -306,8 +319,12 @@ class ReflintServer(LanguageServer):
                 if subject is None:
                     return
                 version, text, nb = subject
-                if state.version == version and state.text == text:
+                if state.version == version and state.text == text and \
+                        state.fresh == state.stale:
                     return  # published already
+                wanted = state.stale
+                propagate = text != state.text or state.propagate
+                state.propagate = False
                 path = self.path_of(state)
                 settings, excluded = self.settings_for(path)
                 found = self.quick(state, text, settings) if path == state.path else None
@@ -335,8 +352,11 @@ class ReflintServer(LanguageServer):
                     return
                 if now[0] != version or now[1] != text:
                     continue  # superseded while it ran: analyse the new text instead
-                self.publish(state, version, text, nb, path, settings, found)
-                return
+                self.publish(state, version, text, nb, path, settings, found[:2])
+                state.fresh = wanted
+                if len(found) > 2:
+                    server_project.after_analysis(self, state, found[2], propagate)
+                # (the loop ends at its top unless the project made the findings stale)
         finally:
             state.running = False
 
@@ -355,7 +375,9 @@ class ReflintServer(LanguageServer):
             call = self.pool.call(server_worker.analyse_text, text, path, settings,
                                   future=future)
         else:  # the line facts come later (facts_later): not on the way to the findings
-            call = self._lint(text, path, settings)
+            ctx = server_project.server_context(self, state, path)
+            call = self._lint(text, path, settings) if ctx is None else \
+                self.pool.call(server_project.analyse, text, path, settings, ctx)
         task = asyncio.ensure_future(call)
         try:
             try:
@@ -503,6 +525,7 @@ class ReflintServer(LanguageServer):
             return
         if state.timer is not None:
             state.timer.cancel()
+        server_project.closed(self, state)
         for target in (state.lsp or {uri: None}):
             self.cell_owner.pop(target, None)
             self.send_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
@@ -718,6 +741,7 @@ def serve(args, pool: Workers, front, reader, backlog) -> int:
     """The server phase of ``reflint server`` (reflint.server_front.main has read the first
     messages; ``backlog`` holds those it has not taken yet)."""
     server = create_server(pool, args.debounce, args.timeout)
+    server.project = not getattr(args, "no_project", False)
     from pygls.io_ import StdoutWriter
 
     server._stop_event = __import__("threading").Event()
@@ -770,8 +794,9 @@ def _take_early(server: ReflintServer, front) -> None:
         if state is not None and state.text is None:
             del front.published[uri]
             state.version, state.text, state.path, state.settings = version, text, path, settings
-            state.raw, state.facts = found
+            state.raw, state.facts = found[:2]
             state.diagnostics = found[0]
+            state.digest = found[2].get("digest") if len(found) > 2 else None
             state.lsp = {uri: [diagnostic_json(d, split_lines(text), uri, front.encoding)
                                for d in found[0]]}
     for uri, (version, text, path, settings, future) in list(front.early.items()):
@@ -955,8 +980,9 @@ def create_server(workers=DEFAULT_WORKERS, debounce: float = DEFAULT_DEBOUNCE,
         if state is None or state.settings is None:
             return None
         try:
-            fixed, count, error = await ls.pool.call(server_worker.fix_text, state.text,
-                                                     state.path, state.settings)
+            fixed, count, error = await ls.pool.call(
+                server_project.fix, state.text, state.path, state.settings,
+                server_project.server_context(ls, state, state.path))
         except (WorkerCrashed, WorkerTimeout):
             return None
         if fixed is None:

@@ -27,7 +27,7 @@ import sys
 import threading
 from typing import Optional
 
-from . import server_worker
+from . import server_project, server_worker
 
 log = logging.getLogger("reflint.server")
 
@@ -410,6 +410,8 @@ class Front:
         self.suppress: set = set()  # ids of requests answered here
         self.encoding = "utf-16"
         self.root: Optional[str] = None
+        self.folders: list = []  # the workspace folders (paths)
+        self.project = True  # analyse documents with their project (reflint.server_project)
         self.initialized = False
         self.closing = False
         self.open: dict = {}  # uri -> (version, text) as opened; dropped when it changes
@@ -466,6 +468,12 @@ class Front:
             self.root = to_fs_path(root)
         elif isinstance(params.get("rootPath"), str):
             self.root = params["rootPath"]
+        for f in params.get("workspaceFolders") or ():
+            if isinstance(f, dict) and isinstance(f.get("uri"), str) and \
+                    f["uri"].startswith("file:"):
+                from pygls.uris import to_fs_path
+
+                self.folders.append(to_fs_path(f["uri"]))
         self.write({"jsonrpc": "2.0", "id": msg_id, "result": {
             "capabilities": capabilities(self.encoding, caps),
             "serverInfo": {"name": "reflint", "version": __version__}}})
@@ -492,7 +500,16 @@ class Front:
             return
         if any(not entry[4].done() for entry in self.early.values()):
             self.pool.grow()  # a second document must not wait behind the first
-        future = self.pool.submit(server_worker.analyse_text, text, path, settings)
+        ctx = None
+        if self.project:
+            try:
+                ctx = server_project.context(path, self.folders + [self.root], {
+                    document_path(u): t for u, (_, t) in self.open.items()} | {path: text})
+            except Exception:  # noqa: BLE001 - analysed alone
+                ctx = None
+        future = self.pool.submit(server_worker.analyse_text, text, path, settings) \
+            if ctx is None else \
+            self.pool.submit(server_project.analyse, text, path, settings, ctx, True)
         if future is None:
             return
         self.open[uri] = (version, text)
@@ -503,7 +520,8 @@ class Front:
         if self.open.get(uri) != (version, text) or self.closing:
             return  # changed or closed since: the server phase analyses it
         try:
-            diags, facts = future.result()
+            found = future.result()
+            diags = found[0]
         except Exception:  # noqa: BLE001 - the server phase analyses it again
             return
         _, _, path, settings, _ = self.early.pop(uri)
@@ -511,7 +529,7 @@ class Front:
         self.write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {
             "uri": uri, "version": version,
             "diagnostics": [diagnostic_json(d, lines, uri, self.encoding) for d in diags]}})
-        self.published[uri] = (version, text, path, settings, (diags, facts))
+        self.published[uri] = (version, text, path, settings, found)
         self.pool.grow()
 
 
@@ -543,6 +561,9 @@ def parse_args(argv):
     p.add_argument("--max-analysis-time", type=float, default=None, metavar="SECONDS",
                    help="stop an analysis after this many seconds (its worker is replaced "
                         "and the document gets a REF904); default: no limit")
+    p.add_argument("--no-project", action="store_true",
+                   help="analyse each document alone, not with the other modules of its "
+                        "project (docs/project.md)")
     p.add_argument("--threads", action="store_true",
                    help="analyse in threads of the server process instead of worker "
                         "processes (no protection against a crashing parser)")
@@ -579,6 +600,7 @@ def main(argv: Optional[list] = None) -> int:
         threading.Thread(target=_import_server, args=(events,), name="reflint-import",
                          daemon=True).start()
         front = Front(pool, sys.stdout.buffer)
+        front.project = not args.no_project
         while True:
             event = events.get()
             if event[0] == "ready":
