@@ -217,13 +217,19 @@ async def _until(client: LanguageClient, uri: str, codes: list, after: int) -> N
     raise AssertionError(f"{uri}: no publish with {codes}; got {seen}")
 
 
-@pytest_lsp.fixture(config=server_config())
-async def client(lsp_client: LanguageClient, tmp_path):
+async def _session(lsp_client: LanguageClient, tmp_path):
+    """An initialized session over the two-module project (``lsp_client.root``)."""
     root = _project(tmp_path)
     await initialize(lsp_client, root)
     lsp_client.root = root
     yield
     await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=server_config())
+async def client(lsp_client: LanguageClient, tmp_path):
+    async for _ in _session(lsp_client, tmp_path):
+        yield
 
 
 @pytest.mark.asyncio(loop_scope="function")
@@ -323,11 +329,8 @@ async def test_a_document_outside_any_project_is_analysed_alone(outside, tmp_pat
 
 @pytest_lsp.fixture(config=server_config("--no-project"))
 async def no_project(lsp_client: LanguageClient, tmp_path):
-    root = _project(tmp_path)
-    await initialize(lsp_client, root)
-    lsp_client.root = root
-    yield
-    await lsp_client.shutdown_session()
+    async for _ in _session(lsp_client, tmp_path):
+        yield
 
 
 @pytest.mark.asyncio(loop_scope="function")
