@@ -3,6 +3,7 @@
     python bench/project.py cold [--repeat 1] [--jobs 1]     # installed jax/flax/optax/chex
     python bench/project.py warm                              # warm run after a leaf edit
     python bench/project.py generated --lines 100000 [--depth 50] [--keep DIR]
+    python bench/project.py flake8 --root DIR --file DIR/pkg/mod.py [--repeat 2]
 
 ``cold``: ``reflint check --no-cache -j N`` of the installed jax, flax, optax and chex packages
 (this interpreter's site-packages) with the project (summary phase first) and with
@@ -24,6 +25,12 @@ module's jitted function); checks it with ``/usr/bin/time -v`` (when present) an
 prints wall and CPU time, the peak RSS and the findings count. ``--summary-only``: the summary
 phase and the solved project alone (what grows with the whole project: each file's analysis
 is per file), with the process's peak RSS.
+
+``flake8``: what reading the project costs a per-file tool: ``flake8 --select REF FILE`` run
+from ``--root`` (a copy of it, so that no cache of yours is touched) with the project cold
+(no summary cache), with the summary cache ``reflint check ROOT`` leaves, and with
+``--reflint-no-project``; and ``reflint check --project-root . FILE`` (pre-commit's hook)
+cold and warm; the CPU seconds of each and the findings they print.
 """
 
 from __future__ import annotations
@@ -254,9 +261,48 @@ def generated(ns) -> None:
             shutil.rmtree(root, ignore_errors=True)
 
 
+def flake8_cost(ns) -> None:
+    if not ns.root or not ns.file:
+        raise SystemExit("flake8: --root and --file are needed")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, "root")
+        shutil.copytree(ns.root, root, symlinks=True,
+                        ignore=shutil.ignore_patterns(".git", ".reflint_cache", "__pycache__"))
+        rel = os.path.relpath(os.path.abspath(ns.file), os.path.abspath(ns.root))
+        env = dict(os.environ)
+        env.pop("REFLINT_CACHE_DIR", None)
+        f8 = [sys.executable, "-m", "flake8", "--isolated", "--select", "REF", rel]
+        cache = os.path.join(root, ".reflint_cache")
+
+        def run(label, args):
+            for _ in range(ns.repeat):
+                cwd = os.getcwd()
+                os.chdir(root)
+                try:
+                    cpu, wall, out, err = _timed(args, env)
+                finally:
+                    os.chdir(cwd)
+                lines = [ln for ln in out.splitlines() if "REF" in ln]
+                print(f"{label:>34}: {cpu:6.2f} s CPU, {wall:6.2f} s wall, "
+                      f"{len(lines)} findings", flush=True)
+
+        run("flake8, project, no cache", f8)
+        run("flake8 --reflint-no-project", f8 + ["--reflint-no-project"])
+        run("reflint check --project-root, cold",
+            _reflint() + ["check", "--exit-zero", "--no-cache", "--project-root", ".", rel])
+        cpu, wall, _, _ = _timed(_reflint() + ["check", "--exit-zero", "-q", root], env)
+        print(f"{'(reflint check ROOT: the cache)':>34}: {cpu:6.2f} s CPU, {wall:6.2f} s wall")
+        assert os.path.isdir(cache)
+        run("flake8, project, summary cache", f8)
+        run("reflint check --project-root, warm",
+            _reflint() + ["check", "--exit-zero", "--project-root", ".", rel])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=("cold", "warm", "generated"))
+    ap.add_argument("what", choices=("cold", "warm", "generated", "flake8"))
+    ap.add_argument("--root", default="")
+    ap.add_argument("--file", default="")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--lines", type=int, default=100_000)
@@ -265,7 +311,7 @@ def main() -> None:
     ap.add_argument("--summary-only", action="store_true",
                     help="generated: the summary phase and the project alone (peak RSS)")
     ns = ap.parse_args()
-    {"cold": cold, "warm": warm, "generated": generated}[ns.what](ns)
+    {"cold": cold, "warm": warm, "generated": generated, "flake8": flake8_cost}[ns.what](ns)
 
 
 if __name__ == "__main__":

@@ -567,7 +567,7 @@ def _cmd_check(args) -> int:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     global _LAZY_FIXES
     _LAZY_FIXES = args.format != "json" and not getattr(args, "show_fixes", False)
-    _start_project(args, [f for f, _ in pairs], jobs)
+    _start_project(args, _with_project_root(args, [f for f, _ in pairs], resolver), jobs)
     results = _check_grouped(pairs, jobs, cache=_cache_from(args))
     results += [FileResult(p, [not_checked(p, why)]) for p, _, why in problems]
     roots = checked_roots(paths)
@@ -663,6 +663,24 @@ def _start_project(args, files: list, jobs: int, read=None) -> None:
               f"{time.process_time() - start:.2f} s CPU in this process", file=sys.stderr)
 
 
+def _with_project_root(args, files: list, resolver=None) -> list:
+    """``--project-root ROOT``: the modules ``reflint check ROOT`` would check join the
+    project (summarized, not checked), so that the files given by name (pre-commit's changed
+    files) are checked with what the rest of the project says about them."""
+    root = getattr(args, "project_root", None)
+    if not root or getattr(args, "no_project", False):
+        return files
+    if not os.path.isdir(root):
+        raise UsageError(f"--project-root {root}: not a directory")
+    try:
+        pairs = discover([root], resolver or Resolver())
+    except Exception:  # noqa: BLE001 - without the rest of the project, files are still checked
+        return files
+    given = {os.path.abspath(f) for f in files}
+    return list(files) + sorted(f for f, _ in pairs if f.endswith((".py", ".pyi")) and
+                                os.path.abspath(f) not in given)
+
+
 def _end_project() -> None:
     m = sys.modules.get("reflint.project")
     if m is not None:
@@ -690,7 +708,9 @@ def _stdin_project(args, name: str, data: bytes) -> None:
         except OSError:
             files = []
     files = [f for f in files if os.path.abspath(f) != path] + [path]
-    if len(files) > 5000:
+    if getattr(args, "project_root", None):
+        files = _with_project_root(args, [path])
+    elif len(files) > 5000:
         return  # too big a folder to read for one buffer
 
     def read(p):
@@ -1089,6 +1109,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-project", action="store_true",
                    help="check each file alone: no facts from the other modules "
                         "(docs/project.md)")
+    c.add_argument("--project-root", metavar="ROOT",
+                   help="summarize every module under ROOT (as `reflint check ROOT` finds "
+                        "them) and check the files given with what they say: for pre-commit "
+                        "and editors, which pass a few files (docs/project.md)")
     c.add_argument("--cache-dir", help="cache folder (default: .reflint_cache at the project "
                    "root, or $REFLINT_CACHE_DIR)")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")

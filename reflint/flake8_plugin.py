@@ -9,6 +9,16 @@ As in ``reflint check``, a file the pre-filter keeps (one that may reach libcst'
 parser) is checked in a forked child (``reflint.isolate.Worker``, one per flake8 process, kept
 warm between files): a crash or the per-file memory limit costs that file a REF903/REF904, not
 flake8's run. Files the pre-filter rules out are checked here (no native parse, no fork).
+
+**The project** (docs/project.md): a file that lives in a project (the folder of the nearest
+``pyproject.toml`` above it, else flake8's working folder when it holds the file) is checked
+with that project's module summaries, as ``reflint check ROOT`` checks it: a kernel launched
+by another module, a jitted function called from another module ... The project is built from
+the disk once per flake8 process, before the child is forked (the child inherits it), from
+the summary cache ``reflint check`` keeps (``.reflint_cache`` at the root) when there is one;
+at most ``reflint.server_project.MAX_FILES`` files, else each file is checked alone.
+``--reflint-no-project`` (or ``reflint-no-project = true`` in flake8's configuration) checks
+every file alone.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from .config import Resolver
 from .engine import FileResult, internal_error, lint_source, prefilter
 
 _RESOLVER = None
+_NO_PROJECT = False  # --reflint-no-project
 
 
 def _settings_for(filename: str):
@@ -48,12 +59,47 @@ def _worker() -> isolate.Worker:
     return _WORKER
 
 
+def _project(filename: str, source: str):
+    """The project the file is checked in (None: alone)."""
+    if _NO_PROJECT or filename in ("stdin", "-", ""):
+        return None
+    try:
+        from . import server_project
+
+        return server_project.project_for_file(os.path.abspath(filename), source,
+                                               (os.getcwd(),))
+    except Exception:  # noqa: BLE001 - a project is an extra: the file is still checked
+        return None
+
+
 def _lint_total(source: str, filename: str, settings, tree=None) -> FileResult:
-    """``lint_source``, with the per-file memory limit's ``MemoryError`` as REF904."""
+    """``lint_source`` with the file's project active, and the per-file memory limit's
+    ``MemoryError`` as REF904. In the child, the project comes from the parent's memo (built
+    there before the fork)."""
+    project = _project(filename, source)
+    if project is not None:
+        from . import project as _active
+
+        _active.activate(project)
     try:
         return lint_source(source, filename, settings, tree=tree)
     except MemoryError:
         return FileResult(filename, [isolate.out_of_memory(filename)])
+    finally:
+        if project is not None:
+            _active.activate(None)
+
+
+def _must_analyse(filename: str, project) -> bool:
+    """Whether the project gives the file facts that the pre-filter cannot see (a kernel
+    that only another module launches): it is then checked in the child."""
+    if project is None:
+        return False
+    try:
+        view = project.view(os.path.abspath(filename))
+        return view is not None and view.must_analyse
+    except Exception:  # noqa: BLE001
+        return False
 
 
 class Flake8Plugin:
@@ -61,6 +107,25 @@ class Flake8Plugin:
 
     name = "reflint"
     version = __version__
+
+    @classmethod
+    def add_options(cls, option_manager) -> None:
+        import argparse
+
+        try:
+            option_manager.add_option(
+                "--reflint-no-project", action="store_true", default=False,
+                parse_from_config=True,
+                help="reflint: check every file alone, without the summaries of the other "
+                     "modules of its project (docs/project.md)")
+        except argparse.ArgumentError:  # the plugin registered twice (two installed
+            # distributions of it, e.g. before and after the rename): once is enough
+            pass
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        global _NO_PROJECT
+        _NO_PROJECT = bool(getattr(options, "reflint_no_project", False))
 
     def __init__(self, tree, lines, filename):
         # flake8's ``ast`` of the file: the pre-filter's second stage and the fast tree
@@ -74,7 +139,11 @@ class Flake8Plugin:
         settings = _settings_for(self.filename)
         tree = self.tree if isinstance(self.tree, ast.Module) else None
         try:
-            if isolate.enabled() and prefilter(settings.for_path(self.filename)).search(source):
+            # Built here, before the child is forked, so that the child inherits it.
+            project = _project(self.filename, source)
+            if isolate.enabled() and (
+                    prefilter(settings.for_path(self.filename)).search(source) or
+                    _must_analyse(self.filename, project)):
                 # flake8's tree is not sent to the child: it parses the file again with ast.
                 result = _worker().call(source, self.filename, settings)
                 if isinstance(result, isolate.Died):

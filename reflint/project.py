@@ -94,6 +94,22 @@ class Values:
     global_writes: tuple = ()
 
 
+@dataclass(frozen=True)
+class RefArg:
+    """A ref another module gives a project function's parameter ``param``: the call
+    (spelled ``text``) at ``path:line`` passes ``arg``, a ref there."""
+
+    param: str
+    text: str
+    arg: str
+    path: str
+    line: int
+
+    def describe(self, root: str = "") -> str:
+        return f"{self.text} is called with the ref {self.arg} in {_rel(self.path, root)}:" \
+               f"{self.line}"
+
+
 def _rel(path: str, root: str) -> str:
     try:
         rel = os.path.relpath(path, root or os.getcwd())
@@ -159,34 +175,49 @@ class Project:
         summaries = [cached[f] for f in files]
         project = cls(summaries, root)
         project.summarized = len(todo)
-        # A module without a transform's or an entry point's name that spells a wrapper's
-        # name may wrap it in turn: read its calls, and solve again. So is one that spells the
-        # name of a function writing its module's own refs (`jax.vmap(lib.accumulate)` gives
-        # `accumulate` the role that makes the write REF005 there).
-        writers = {name for s in project.by_path.values() if not s.library
+
+        def calls_of(s: ModuleSummary, names: frozenset):
+            text = read(s.path)
+            if text is None or not any(n in text for n in names):
+                return None
+            full = summarize_calls(text, s)
+            full.complete = True
+            return full
+
+        project.complete(calls_of)
+        project._read_libraries()
+        return project
+
+    def complete(self, calls_of) -> None:
+        """Read the calls of the modules summarized from their imports and headers only
+        (``ModuleSummary.complete`` false) that may matter, and solve again, to a fixpoint
+        (``MAX_ROUNDS``): a module without a transform's or an entry point's name that spells
+        a wrapper's name may wrap it in turn; so is one that spells the name of a function
+        writing its module's own refs (``jax.vmap(lib.accumulate)`` gives ``accumulate`` the
+        role that makes the write REF005 there). ``calls_of(summary, names)``: the completed
+        summary of a module spelling one of ``names``, else None (``Project.build`` reads the
+        file; the server answers from its memos)."""
+        writers = {name for s in self.by_path.values() if not s.library
                    for name in s.global_effects}
         for _ in range(MAX_ROUNDS):
-            names = {q.rsplit(".", 1)[1] for q in project.wrappers} | writers
+            names = frozenset({q.rsplit(".", 1)[1] for q in self.wrappers} | writers)
             writers = set()
             if not names:
                 break
             more = []
-            for s in project.by_path.values():
+            for s in list(self.by_path.values()):
                 if s.complete:
                     continue
-                text = read(s.path)
-                if text is not None and any(n in text for n in names):
-                    more.append(summarize_calls(text, s))
+                full = calls_of(s, names)
+                if full is not None:
+                    more.append(full)
             if not more:
                 break
             for s in more:
-                s.complete = True
-                project.by_path[os.path.abspath(s.path)] = s
+                self.by_path[os.path.abspath(s.path)] = s
                 if s.module:
-                    project.modules[s.module] = s
-            project._solve()
-        project._read_libraries()
-        return project
+                    self.modules[s.module] = s
+            self._solve()
 
     # -- library modules of the environment --------------------------------------------------
 
@@ -487,6 +518,31 @@ class Project:
         for v in launches.values():
             v.sort(key=lambda x: (x.path, x.line))
         self.launches = launches
+        self.ref_args = self._solve_ref_args()
+
+    def _solve_ref_args(self) -> dict:
+        """qualname -> (RefArg, ...): the refs other checked modules give each function's
+        parameters (``ModuleSummary.ref_args``), a parameter once, at its first call."""
+        out: dict = {}
+        for s in self.by_path.values():
+            if s.library or not s.ref_args:
+                continue
+            for qualname, index, kw, line, arg, text in s.ref_args:
+                r = self.resolve(qualname)
+                if r is None:
+                    continue
+                mod, name = r
+                if mod is s or mod.library or not mod.module:
+                    continue  # this module's own: its analysis sees the call
+                f = mod.functions.get(name)
+                if f is None:
+                    continue
+                param = _param_of(f.params, index, kw)
+                if param is None:
+                    continue
+                out.setdefault(f"{mod.module}.{name}", {}).setdefault(
+                    param, RefArg(param, text, arg, s.path, line))
+        return {qn: tuple(sorted(d.values(), key=lambda a: a.param)) for qn, d in out.items()}
 
     def _target_wrapper(self, target: Target, wrappers: dict) -> Optional[Wrapper]:
         """The wrapper a ``call`` target's argument reaches, when it is the forwarded one."""
@@ -561,6 +617,11 @@ class ProjectView:
         """How other modules launch or trace this module's top-level function ``name``."""
         return self.project.launches.get(f"{self.module}.{name}", [])
 
+    def ref_args_of(self, name: str) -> tuple:
+        """The refs other modules give this module's top-level function ``name``
+        (``RefArg``s, one per parameter)."""
+        return self.project.ref_args.get(f"{self.module}.{name}", ())
+
     def function(self, qualname: str):
         """What a project function named ``qualname`` (from this module's imports) is: a
         ``Wrapper``, a ``FunctionSummary`` with transforms, or None (memoized: the analysis
@@ -624,6 +685,9 @@ class ProjectView:
         launches = self.project.launches
         if any(prefix + name in launches for name in self.summary.functions):
             return True
+        ref_args = self.project.ref_args
+        if any(prefix + name in ref_args for name in self.summary.functions):
+            return True
         for name in self.summary.calls:
             qn = self.project.canonical(_absolute(self.summary, name))
             if qn is not None and qn in self.project.wrappers:
@@ -650,6 +714,9 @@ class ProjectView:
             launches = self.launches_of(name)
             if launches:
                 out.append(("launch", name, tuple(launches)))
+            ref_args = self.ref_args_of(name)
+            if ref_args:
+                out.append(("ref_args", name, ref_args))
         for local, qn in sorted(self.summary.aliases.items()):
             if self.project.is_module(qn):
                 # `import lib; lib.f(...)`: its functions and what it re-exports.
@@ -694,6 +761,17 @@ class ProjectView:
         prefix = self.module + "."
         return {q[len(prefix):] for q in self.project.launches
                 if q.startswith(prefix) and "." not in q[len(prefix):]}
+
+
+def _param_of(params: tuple, index: Optional[int], kw: Optional[str]) -> Optional[str]:
+    """The parameter a call's argument at position ``index`` (or keyword ``kw``) binds."""
+    if index is not None:
+        positional = [n for n, k in params if k in ("pos", "posonly")]
+        if index < len(positional):
+            return positional[index]
+        return None  # `*args` (or too many arguments): not a named parameter
+    names = {n for n, k in params if k in ("pos", "kwonly")}
+    return kw if kw in names else None
 
 
 def _absolute(s: ModuleSummary, name: str) -> str:

@@ -293,7 +293,7 @@ def _build(tree: _Tree, files: list, buffers: dict, hashes: dict, stamps: dict,
     computed once, serve again."""
     from dataclasses import replace
 
-    from .project import MAX_ROUNDS, Project
+    from .project import Project
     from .summary import summarize, summarize_calls
 
     texts: dict = {}  # read during this build
@@ -345,46 +345,31 @@ def _build(tree: _Tree, files: list, buffers: dict, hashes: dict, stamps: dict,
         summaries.append(s)
     project = Project(summaries, tree.root)
     project.summarized = fresh
-    writers = {name for s in project.by_path.values() if not s.library
-               for name in s.global_effects}
-    for _ in range(MAX_ROUNDS):
-        names = {q.rsplit(".", 1)[1] for q in project.wrappers} | writers
-        writers = set()
-        if not names:
-            break
-        key_names = frozenset(names)
-        more = []
-        for s in project.by_path.values():
-            if s.complete:
-                continue
-            path = os.path.abspath(s.path)
-            h = hash_of(path) if path in stamps or path in buffers else None
-            spell_key = (path, h, key_names)
-            spells = _SPELLS.get(spell_key) if h is not None else None
-            if spells is None:
-                text = text_of(path)
-                spells = text is not None and any(n in text for n in names)
-                if h is not None:
-                    _remember(_SPELLS, spell_key, spells, MAX_SUMMARIES)
-            if not spells:
-                continue
-            calls_key = (path, s.module, h)
-            full = _CALLS.get(calls_key) if h is not None else None
-            if full is None:
-                text = text_of(path)
-                full = summarize_calls(text, s) if text is not None else s
-                full = replace(full, complete=True) if full is s else full
-                full.complete = True
-                if h is not None:
-                    _remember(_CALLS, calls_key, full, MAX_SUMMARIES)
-            more.append(full)
-        if not more:
-            break
-        for s in more:
-            project.by_path[os.path.abspath(s.path)] = s
-            if s.module:
-                project.modules[s.module] = s
-        project._solve()
+
+    def calls_of(s, names: frozenset):
+        path = os.path.abspath(s.path)
+        h = hash_of(path) if path in stamps or path in buffers else None
+        spell_key = (path, h, names)
+        spells = _SPELLS.get(spell_key) if h is not None else None
+        if spells is None:
+            text = text_of(path)
+            spells = text is not None and any(n in text for n in names)
+            if h is not None:
+                _remember(_SPELLS, spell_key, spells, MAX_SUMMARIES)
+        if not spells:
+            return None
+        calls_key = (path, s.module, h)
+        full = _CALLS.get(calls_key) if h is not None else None
+        if full is None:
+            text = text_of(path)
+            full = summarize_calls(text, s) if text is not None else s
+            full = replace(full, complete=True) if full is s else full
+            full.complete = True
+            if h is not None:
+                _remember(_CALLS, calls_key, full, MAX_SUMMARIES)
+        return full
+
+    project.complete(calls_of)
     if previous is not None and _same(project, previous):
         return previous
     project._read_libraries()
@@ -495,6 +480,44 @@ def analyse(text: str, path: str, settings, ctx: dict, facts: bool = False) -> t
         if not any(d.code in ("REF903", "REF904") for d in diags):
             _remember(_RESULTS, key, (settings, tuple(diags)), MAX_RESULTS)
         return diags, line_facts, info
+
+
+# -- a run that reads the disk once (the flake8 plugin) ------------------------------------
+
+_ONCE: dict = {}  # root -> the project built from the disk (None: too large, or it failed)
+
+
+def project_for_file(path: str, text: str, folders=()):
+    """The project a run that reads the disk once (flake8: files do not change while it
+    runs) checks the file at ``path``, with ``text``, in: the project of the file's root
+    (``project_root``), built from the disk the first time one of its files is asked for and
+    shared by the others; when ``text`` is not what the disk held then (flake8's
+    ``--stdin-display-name``) or the file is not one the root's discovery finds (an excluded
+    file given by name), the project with ``text`` in the file's place, built from the
+    memoized summaries. None: the file is in no project, or its project is too large."""
+    if not path or not os.path.isabs(path) or not path.endswith(PYTHON):
+        return None
+    path = os.path.abspath(path)
+    root = project_root(path, folders)
+    if root is None:
+        return None
+    with _LOCK:
+        tree = _tree(root)
+        if root not in _ONCE:
+            try:
+                _ONCE[root] = tree.project_for({})
+            except Exception:  # noqa: BLE001 - a project is an extra: files are still checked
+                _ONCE[root] = None
+        project = _ONCE[root]
+        if project is None:
+            return None
+        known = tree.stats.get(path)
+        if known is not None and known[1] == _hash(text) and path in project.by_path:
+            return project
+        try:
+            return tree.project_for({path: text})
+        except Exception:  # noqa: BLE001
+            return None
 
 
 def _digest(project, path: str) -> Optional[str]:

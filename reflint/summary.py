@@ -109,6 +109,11 @@ class ModuleSummary:
     # function name -> ((module-level ref name, kind, line), ...): its writes of the module's
     # own refs (``ref_globals``), which a call from another module makes there.
     global_effects: dict = field(default_factory=dict)
+    # Refs given to another module's functions (``_ref_args``): ((qualified name of the
+    # called function as this module's imports name it, position or None, keyword or None,
+    # line, the argument's name, how the call spells the function), ...): a module-level ref of this module, or a local of a
+    # top-level function bound only by ``name = <constructor>(...)``.
+    ref_args: tuple = ()
 
 
 def module_name(path: str) -> tuple:
@@ -705,6 +710,7 @@ def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
         return s
     full.ref_globals, full.ref_factories = s.ref_globals, s.ref_factories
     full.param_effects, full.global_effects = s.param_effects, s.global_effects
+    full.ref_args = s.ref_args
     return full
 
 
@@ -824,6 +830,7 @@ def _clear_values(s: ModuleSummary) -> None:
     s.ref_factories.clear()
     s.param_effects.clear()
     s.global_effects.clear()
+    s.ref_args = ()
 
 
 def _api_of(node, aliases: dict, shadowed: set):
@@ -867,21 +874,33 @@ def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
                 stores[n.id] = stores.get(n.id, 0) + 1
         if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
             targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-            if len(targets) == 1 and isinstance(targets[0], ast.Name) and \
-                    _is_ctor(st.value, aliases, set()):
-                ctor_line[targets[0].id] = st.lineno
+            if len(targets) == 1:
+                for name, value in _pairs(targets[0], st.value):
+                    if _is_ctor(value, aliases, set()):
+                        ctor_line[name] = st.lineno
     for name, line in ctor_line.items():
         if stores.get(name) == 1 and \
                 re.search(r"\b(?:global|nonlocal)\b[^\n]*\b" + re.escape(name) + r"\b",
                           source) is None:
             s.ref_globals[name] = line
+    out: list = []
+    if s.ref_globals:
+        # Module-level code giving the module's refs to another module's functions.
+        rebound = {n for n, k in stores.items() if k != 1}
+        for st in tree.body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            calls = [n for n in ast.walk(st) if type(n) is ast.Call]
+            out.extend(_ref_args(calls, aliases, rebound, set(s.ref_globals)))
     for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef) or fn.decorator_list or \
-                stores.get(fn.name) != 1:
+        if not isinstance(fn, ast.FunctionDef) or stores.get(fn.name) != 1:
             continue
         if len(fn.body) == 1 and isinstance(fn.body[0], ast.Pass):
             continue  # a body the reduced parse cut (or an empty function)
-        _function_values(fn, s, aliases)
+        if not fn.decorator_list:
+            _function_values(fn, s, aliases)
+        out.extend(_function_ref_args(fn, s, aliases))
+    s.ref_args = tuple(sorted(set(out), key=lambda a: (a[3], a[0], str(a[1]), str(a[2]))))
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -953,6 +972,73 @@ def _function_values(fn, s: ModuleSummary, aliases: dict) -> None:
         s.global_effects[fn.name] = tuple(globals_written)
 
 
+def _ref_args(calls: list, aliases: dict, shadowed: set, refs: set):
+    """``ModuleSummary.ref_args`` entries of ``calls``: an argument that is a plain name in
+    ``refs`` given to a function named through the module's imports (not ``shadowed``)."""
+    for n in calls:
+        parts = _dotted(n.func)
+        if not parts or parts[0] in shadowed or parts[0] not in aliases:
+            continue
+        qn = ".".join([aliases[parts[0]]] + parts[1:])
+        if api.lookup(qn) is not None:
+            continue  # JAX's, Pallas' or Flax's own: the registry describes it
+        for i, a in enumerate(n.args):
+            if type(a) is ast.Starred:
+                break  # which parameter the later ones reach is not known
+            if type(a) is ast.Name and a.id in refs:
+                yield qn, i, None, n.lineno, a.id, ".".join(parts)
+        for k in n.keywords:
+            if k.arg is not None and type(k.value) is ast.Name and k.value.id in refs:
+                yield qn, None, k.arg, n.lineno, k.value.id, ".".join(parts)
+
+
+def _function_ref_args(fn, s: ModuleSummary, aliases: dict) -> list:
+    """The refs a top-level function gives another module's functions: the module's refs it
+    does not shadow, and its locals bound only by ``name = <constructor>(...)``."""
+    stored, own, special = _scan(fn)
+    calls = [n for n in own if type(n) is ast.Call]
+    if not calls:
+        return []
+    shadowed = {n for n, _ in _params(fn)} | stored
+    refs = {g for g in s.ref_globals if g not in shadowed}
+    ctor_names = _ctor_names(own, aliases, shadowed)
+    refs |= {n for n, ok in ctor_names.items() if ok and not _other_bindings(fn, n)}
+    if not refs:
+        return []
+    return list(_ref_args(calls, aliases, shadowed - refs, refs))
+
+
+def _ctor_names(own: list, aliases: dict, shadowed: set) -> dict:
+    """name -> whether every plain assignment binding it (among a function's own nodes)
+    assigns a constructor's result."""
+    ctor_names: dict = {}
+    for n in own:
+        t = type(n)
+        if t is ast.Assign or t is ast.AnnAssign or t is ast.AugAssign:
+            targets = n.targets if t is ast.Assign else [n.target]
+            ok = set()
+            if t is not ast.AugAssign and n.value is not None and len(targets) == 1:
+                ok = {name for name, value in _pairs(targets[0], n.value)
+                      if _is_ctor(value, aliases, shadowed)}
+            for tg in targets:
+                for x in ast.walk(tg):
+                    if type(x) is ast.Name:
+                        ctor_names[x.id] = ctor_names.get(x.id, True) and x.id in ok
+    return ctor_names
+
+
+def _pairs(target, value) -> list:
+    """(name, value) of each plain name an assignment binds to its own expression: ``x = v``,
+    and ``x, y = v, w`` element by element (no starred element); none otherwise."""
+    if type(target) is ast.Name:
+        return [(target.id, value)]
+    if type(target) in (ast.Tuple, ast.List) and type(value) in (ast.Tuple, ast.List) and \
+            len(target.elts) == len(value.elts) and \
+            not any(type(e) is ast.Starred for e in target.elts + value.elts):
+        return [(t.id, v) for t, v in zip(target.elts, value.elts) if type(t) is ast.Name]
+    return []
+
+
 def _writes(own: list, aliases: dict, shadowed: set):
     """(name, kind, line) of each write of a plain name's ref among a function's own nodes:
     ``name[...] = v`` (setitem), ``name[i] += v`` (augitem), ``jax.ref.set/swap/addupdate(name,
@@ -988,17 +1074,7 @@ def _factory(fn, own: list, stored: set, s: ModuleSummary, aliases: dict,
     returns = [n for n in own if type(n) is ast.Return]
     if not returns or not _ends(fn.body):
         return
-    ctor_names: dict = {}
-    for n in own:
-        t = type(n)
-        if t is ast.Assign or t is ast.AnnAssign or t is ast.AugAssign:
-            targets = n.targets if t is ast.Assign else [n.target]
-            ok = t is not ast.AugAssign and n.value is not None and len(targets) == 1 and \
-                type(targets[0]) is ast.Name and _is_ctor(n.value, aliases, shadowed)
-            for tg in targets:
-                for x in ast.walk(tg):
-                    if type(x) is ast.Name:
-                        ctor_names[x.id] = ctor_names.get(x.id, True) and ok
+    ctor_names = _ctor_names(own, aliases, shadowed)
     for r in returns:
         v = r.value
         if v is None:

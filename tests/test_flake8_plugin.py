@@ -99,3 +99,90 @@ def test_meta_codes_through_flake8(tmp_path, source, code):
     r = flake8("--select", "REF", "m.py", cwd=tmp_path)
     assert [f[3] for f in parse_findings(r.stdout)] == [code]
     assert parse_findings(r.stdout) == reflint_findings(["m.py"], cwd=tmp_path)
+
+
+# -- the project (docs/project.md): flake8 checks a file with its project's summaries -------
+
+KERNELS = textwrap.dedent("""\
+    def scale(x_ref, o_ref):
+        o_ref[...] = x_ref * 2
+""")
+OPS = textwrap.dedent("""\
+    import jax
+    from jax.experimental import pallas as pl
+
+    from . import kernels
+
+
+    def run(x):
+        return pl.pallas_call(kernels.scale,
+                              out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+""")
+
+
+def _package(root, *, launched=True):
+    pkg = root / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kernels.py").write_text(KERNELS)
+    (pkg / "ops.py").write_text(OPS if launched else OPS.replace("kernels.scale", "len"))
+    return pkg
+
+
+def test_flake8_reads_the_project(tmp_path):
+    """kernels.py spells nothing of Pallas: only ops.py, launching it, makes x_ref a ref. The
+    file given alone to flake8 (as pre-commit and editors do) is checked with its project:
+    the same finding, message and all, as `reflint check --project-root`."""
+    _package(tmp_path)
+    r = flake8("--isolated", "--select", "REF", "pkg/kernels.py", cwd=tmp_path)
+    got = parse_findings(r.stdout)
+    assert [f[:4] for f in got] == [("pkg/kernels.py", 2, 18, "REF007")], r.stdout + r.stderr
+    assert "kernels.scale is launched by pl.pallas_call in pkg/ops.py:8" in next(iter(got))[4]
+    assert got == reflint_findings(["--project-root", ".", "pkg/kernels.py"], cwd=tmp_path)
+    # Without the project (the option, or flake8's configuration): the file alone.
+    r = flake8("--isolated", "--select", "REF", "--reflint-no-project", "pkg/kernels.py",
+               cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == "", r.stdout + r.stderr
+    (tmp_path / ".flake8").write_text("[flake8]\nselect = REF\nreflint-no-project = true\n")
+    r = flake8("pkg/kernels.py", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == "", r.stdout + r.stderr
+
+
+def test_flake8_project_is_the_nearest_pyproject(tmp_path):
+    """Run from elsewhere, the project is the folder of the nearest pyproject.toml; a
+    launcher that goes away takes the finding with it (a tricky negative: the same kernel,
+    launched by nothing)."""
+    proj = tmp_path / "proj"
+    _package(proj)
+    (proj / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    target = str(proj / "pkg" / "kernels.py")
+    r = flake8("--isolated", "--select", "REF", target, cwd=other)
+    assert [f[1:4] for f in parse_findings(r.stdout)] == [(2, 18, "REF007")], r.stdout
+    quiet = tmp_path / "quiet"
+    _package(quiet, launched=False)
+    (quiet / "pyproject.toml").write_text("[project]\nname = 'q'\n")
+    r = flake8("--isolated", "--select", "REF", str(quiet / "pkg" / "kernels.py"), cwd=other)
+    assert r.returncode == 0 and r.stdout == "", r.stdout + r.stderr
+
+
+def test_flake8_stdin_text_takes_the_files_place(tmp_path):
+    """`--stdin-display-name`: the text read from stdin is the module at that path (an
+    editor's unsaved buffer): its own launch, absent from the disk's file, counts."""
+    _package(tmp_path, launched=False)
+    buffer = OPS  # launches kernels.scale; ops.py on disk does not
+    (tmp_path / "pkg" / "kernels.py").write_text(KERNELS)
+    r = flake8("--isolated", "--select", "REF", "--stdin-display-name", "pkg/ops.py", "-",
+               cwd=tmp_path, input=buffer)
+    assert r.returncode == 0, r.stdout + r.stderr  # ops.py itself has nothing to report
+    r = flake8("--isolated", "--select", "REF", "--stdin-display-name", "pkg/kernels.py",
+               "-", cwd=tmp_path, input=KERNELS)
+    assert r.returncode == 0 and r.stdout == "", r.stdout  # the disk's ops.py launches nothing
+    (tmp_path / "pkg" / "ops.py").write_text(OPS)
+    r = flake8("--isolated", "--select", "REF", "--stdin-display-name", "pkg/kernels.py",
+               "-", cwd=tmp_path, input=KERNELS.replace("x_ref * 2", "x_ref[...] * 2"))
+    assert r.returncode == 0 and r.stdout == "", r.stdout  # the buffer's fix counts
+    r = flake8("--isolated", "--select", "REF", "--stdin-display-name", "pkg/kernels.py",
+               "-", cwd=tmp_path, input=KERNELS)
+    assert [f[1:4] for f in parse_findings(r.stdout)] == [(2, 18, "REF007")], r.stdout

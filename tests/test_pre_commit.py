@@ -75,6 +75,10 @@ def _user_repo(path):
     (path / "bad.py").write_text(BAD)
     (path / "good.py").write_text(GOOD)
     shutil.copy(SAMPLE, path / "sample.py")
+    # A kernel that only another module launches (docs/project.md): pre-commit passes the
+    # changed file alone; the hook reads the rest of the repository's summaries.
+    shutil.copytree(os.path.join(ROOT, "tests", "fixtures_projects", "kernel_elsewhere", "pkg"),
+                    path / "pkg")
     git("add", "-A", cwd=path)
     return path
 
@@ -95,7 +99,8 @@ def runs(hook_repo, tmp_path_factory):
     fix_repo = _user_repo(base / "fix")
     return {
         "check_repo": check_repo,
-        "bad": try_repo(hook_repo, check_repo, "reflint", "bad.py", "sample.py"),
+        "bad": try_repo(hook_repo, check_repo, "reflint", "bad.py", "sample.py",
+                        "pkg/kernels.py"),
         "good": try_repo(hook_repo, check_repo, "reflint", "good.py"),
         "fix_repo": fix_repo,
         "fix": try_repo(hook_repo, fix_repo, "reflint-fix", "bad.py", "good.py"),
@@ -113,6 +118,8 @@ def test_manifest_is_valid():
         hooks = {h["id"]: h for h in yaml.safe_load(fh)}
     assert set(hooks) == {"reflint", "reflint-fix"}
     assert hooks["reflint"]["entry"].startswith("reflint check")
+    # pre-commit passes the changed files: both hooks read the repository's summaries.
+    assert all("--project-root ." in h["entry"] for h in hooks.values())
     assert "--fix" in hooks["reflint-fix"]["entry"].split()
     assert all("python" in h["types_or"] for h in hooks.values())
 
@@ -123,6 +130,8 @@ def test_hook_fails_on_bad_file_and_passes_on_good(runs):
     out = r.stdout + r.stderr
     assert r.returncode == 1, out
     assert "bad.py:5:13: REF007 " in out and "Failed" in out
+    # pkg/kernels.py, given alone, is checked with the repository's other modules.
+    assert "kernels.scale is launched by pl.pallas_call in pkg/ops.py:10" in out, out
     r = runs["good"]
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Passed" in r.stdout
@@ -147,3 +156,9 @@ def test_cli_flake8_and_pre_commit_agree_on_a_fixture(runs):
     hook = {f for f in parse_findings(runs["bad"].stdout) if f[0] == "sample.py"}
     assert parse_findings(f8.stdout) == cli
     assert hook == cli
+    # The kernel module given alone: the hook, flake8 and `--project-root` read the project.
+    cli = reflint_findings(["--project-root", ".", "pkg/kernels.py"], cwd=repo)
+    assert {f[3] for f in cli} == {"REF007"}
+    f8 = flake8("--isolated", "--select", "REF", "pkg/kernels.py", cwd=repo)
+    assert parse_findings(f8.stdout) == cli
+    assert {f for f in parse_findings(runs["bad"].stdout) if f[0] == "pkg/kernels.py"} == cli

@@ -134,6 +134,113 @@ def test_stdin_filename_places_the_text_in_the_project(monkeypatch):
     assert rproject.active() is None
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_project_root_checks_given_files_with_the_whole_project(case):
+    """pre-commit passes the changed files only: `--project-root ROOT FILE` reports for FILE
+    exactly what `reflint check ROOT` reports there, and without `--project-root` a file
+    needing another module's facts reports nothing of them."""
+    root = os.path.join(PROJECTS, case)
+    whole = check(root, "--no-cache")
+    for d, _, names in os.walk(root):
+        for n in sorted(names):
+            if not n.endswith(".py"):
+                continue
+            path = os.path.join(d, n)
+            rel = os.path.relpath(path, root)
+            mine = {f for f in whole if f[0] == rel}
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                cli.main(["check", "--format", "json", "--exit-zero", "--no-cache",
+                          "--project-root", root, path])
+            got = {(os.path.relpath(x["path"], root), x["line"], x["code"])
+                   for x in json.loads(out.getvalue())}
+            assert got == mine, rel
+            assert rproject.active() is None
+
+
+def test_project_root_with_stdin(monkeypatch, tmp_path):
+    """A buffer outside the kernel's package (a script at the root, no __init__.py above it)
+    launching the kernel: the package's summaries alone would not hold the buffer's launch's
+    target; with `--project-root`, kernels.py on stdin is checked with the root's modules."""
+    root = tmp_path / "proj"
+    shutil.copytree(os.path.join(PROJECTS, "kernel_elsewhere"), root)
+    ops = root / "pkg" / "ops.py"
+    (root / "launch.py").write_text(ops.read_text().replace("from . import kernels",
+                                                            "from pkg import kernels"))
+    ops.write_text("")
+    path = root / "pkg" / "kernels.py"
+    data = path.read_bytes()
+
+    def codes(*extra):
+        class In:
+            buffer = io.BytesIO(data)
+
+        monkeypatch.setattr("sys.stdin", In)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            cli.main(["check", "--no-cache", "--format", "json", "--exit-zero", *extra, "-",
+                      "--stdin-filename", str(path)])
+        assert rproject.active() is None
+        return [d["code"] for d in json.loads(out.getvalue())]
+
+    assert codes() == []  # the package alone: nothing launches the kernel
+    assert codes("--project-root", str(root)) == ["REF007"]
+
+
+def test_project_root_must_be_a_folder(tmp_path, capsys):
+    (tmp_path / "m.py").write_text("x = 1\n")
+    assert cli.main(["check", "--project-root", str(tmp_path / "nope"),
+                     str(tmp_path / "m.py")]) == 2
+    assert "--project-root" in capsys.readouterr().err
+
+
+def test_summary_ref_args():
+    """Which refs a module gives other modules' functions (``ModuleSummary.ref_args``): a
+    module-level ref bound once, a local bound only by constructors; not a local bound again
+    to its value, not behind a starred argument, not a shadowed module name, not JAX's own
+    functions (the registry describes them), not the module's own functions."""
+    from reflint.summary import summarize
+
+    source = (
+        "import jax\n"
+        "import jax.numpy as jnp\n"
+        "from pkg import lib\n"
+        "from pkg.lib import get as g\n"
+        "buf = jax.new_ref(jnp.zeros(3))\n"
+        "lib.get(buf)\n"                          # 6: yes
+        "g(1, r=buf)\n"                           # 7: yes, by keyword
+        "lib.f(*xs, buf)\n"                       # 8: after a starred argument: no
+        "jax.jit(lambda r: r)(buf)\n"             # 9: the registry's: no
+        "def own(r):\n"
+        "    return r\n"
+        "own(buf)\n"                              # 12: this module's own: no
+        "def step(x):\n"
+        "    acc = jax.new_ref(x)\n"
+        "    lib.total(acc)\n"                    # 15: yes
+        "    tmp = jax.new_ref(x)\n"
+        "    tmp = tmp[...]\n"
+        "    lib.total(tmp)\n"                    # 18: rebound to a value: no
+        "    lib.total(buf)\n"                    # 19: the module's ref: yes
+        "def shadow(lib, x):\n"
+        "    r = jax.new_ref(x)\n"
+        "    lib.total(r)\n"                      # 22: `lib` is a parameter: no
+        "def param(buf):\n"
+        "    lib.total(buf)\n"                    # 24: a parameter, not the module's ref: no
+        "def pairs(x):\n"
+        "    a, b = jax.new_ref(x), jax.new_ref(x)\n"
+        "    lib.total(a, b)\n"                   # 27: unpacked constructors: yes, both
+        "    c, d = jax.new_ref(x), x\n"
+        "    lib.total(d)\n"                      # 29: d is not a ref: no
+    )
+    s = summarize(source, "/p/pkg/main.py", "pkg.main")
+    assert s.ref_args == (("pkg.lib.get", 0, None, 6, "buf", "lib.get"),
+                          ("pkg.lib.get", None, "r", 7, "buf", "g"),
+                          ("pkg.lib.total", 0, None, 15, "acc", "lib.total"),
+                          ("pkg.lib.total", 0, None, 19, "buf", "lib.total"),
+                          ("pkg.lib.total", 0, None, 27, "a", "lib.total"),
+                          ("pkg.lib.total", 1, None, 27, "b", "lib.total"))
+
+
 def test_cache_rechecks_dependents(tmp_path):
     root = tmp_path / "proj"
     shutil.copytree(os.path.join(PROJECTS, "kernel_elsewhere"), root)
@@ -193,8 +300,29 @@ def test_split_fixture(path, tmp_path):
     expected, main, names, _ = got
     reported = {f for f in check(str(tmp_path), "--no-cache") if f[2] != "REF900"}
     assert reported <= expected, f"new findings across modules: {sorted(reported - expected)}"
-    if _covered(main, names, expected):
+    if _covered(main, names, expected) or \
+            os.path.relpath(path, os.path.join(HERE, "fixtures")) in SAME_WITH_REF_ARGS:
         assert reported == expected
+
+
+# Splits whose moved functions receive refs from the rest (a module-level ref, or a local bound
+# by a constructor, passed to them: ``ModuleSummary.ref_args``) and report exactly what the
+# single file does. Measured on 2026-11-27: these 12 splits reported less before the refs
+# given to another module's parameters were followed (67 -> 79 of the uncovered splits equal).
+SAME_WITH_REF_ARGS = {
+    "ref_returned/custom_vjp_primal_returns_ref.py",
+    "ref_returned/jit_decorator_returns_arg.py",
+    "ref_returned/jit_partial_static_argnames.py",
+    "ref_used_as_array/jit_astype_core_import.py",
+    "ref_used_as_array/jit_compare_in_where.py",
+    "ref_used_as_array/jit_jnp_sin.py",
+    "ref_used_as_array/jit_method_sum.py",
+    "ref_used_as_array/jnp_asarray_snapshot_silent.py",
+    "ref_used_as_array/partial_jit_jnp_sum.py",
+    "remat_of_impure_function/pos_nested_block_enclosing_param.py",
+    "remat_of_impure_function/pos_partial_policy_ref_argument.py",
+    "runtime_smoke/math_on_ref.py",
+}
 
 
 @pytest.mark.parametrize("path", FIXTURES[::3], ids=[os.path.relpath(p, HERE)

@@ -107,6 +107,32 @@ def test_analyse_with_the_project_and_buffers_over_the_disk(tmp_path):
     assert info2["built"] and info2["others"][k] == info["digest"]
 
 
+def test_a_ref_given_by_another_buffer(tmp_path):
+    """The refs another module gives a function's parameters (``RefArg``) follow the open
+    buffers: the unsaved call makes the REF001 in lib.py; without it, nothing."""
+    root = _project(tmp_path)
+    lib = os.path.join(root, "pkg", "lib.py")
+    main = os.path.join(root, "pkg", "main.py")
+    lib_text = "import jax\n\n\n@jax.jit\ndef get(r):\n    return r\n"
+    call = ("import jax\nimport jax.numpy as jnp\n\nfrom pkg import lib\n\n"
+            "buf = jax.new_ref(jnp.zeros(3))\nlib.get(buf)\n")
+    for path, text in ((lib, lib_text), (main, "")):
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    s = Settings()
+    diags, _, info = sp.analyse(lib_text, lib, s, sp.context(lib, [], {lib: lib_text}))
+    assert diags == []
+    before = info["digest"]
+    buffers = {lib: lib_text, main: call}
+    diags, _, info = sp.analyse(lib_text, lib, s, sp.context(lib, [], buffers))
+    assert [(d.code, d.line) for d in diags] == [("REF001", 6)]
+    assert "lib.get is called with the ref buf in pkg/main.py:7" in diags[0].message
+    assert info["digest"] != before
+    # The other way round: main.py's edit changes what lib.py reads (its dependent).
+    _, _, info2 = sp.analyse(call, main, s, sp.context(main, [], buffers))
+    assert info2["others"][lib] == info["digest"]
+
+
 def test_a_file_changed_on_disk_rebuilds(tmp_path):
     root = _project(tmp_path)
     k = os.path.join(root, "pkg", "kernels.py")

@@ -16,6 +16,9 @@ module is analysed on its own. With one:
 - a class of another module (or of an installed library) whose bases reach a Flax NNX Module
   or Variable is one here: a base of this module's classes, or built by a call
   (``_project_nnx_class``).
+- refs given to this module's top-level functions by calls in other modules
+  (``ProjectView.ref_args_of``) seed those parameters, as a call here would (REF001 when a
+  jitted function returns one, REF007 in arithmetic ...);
 - values (``_project_values_call``, ``project_name_value``): a call of another module's
   function that returns a new ref gives a ref here (REF001 when a jitted function returns it,
   REF007 in arithmetic ...); a call of one that writes its ref parameter writes the ref given
@@ -51,11 +54,23 @@ class ProjectMixin:
         return self.project.absolute(len(stmt.relative), name)
 
     def _project_roles(self, info: FunctionInfo, node) -> None:
-        """``info``, a top-level function, as other modules launch or trace it."""
+        """``info``, a top-level function, as other modules launch or trace it, and with the
+        refs they give its parameters."""
         try:
             launches = self.project.launches_of(info.name)
+            ref_args = self.project.ref_args_of(info.name)
         except Exception:  # noqa: BLE001 - a project fact must never cost the file
             return
+        for r in ref_args:
+            p = info.param(r.param)
+            if p is None:
+                continue
+            # As a call in this module passing a ref would: the parameter is a ref there
+            # (its value seeds the parameter, ``_param_value``), where the call says.
+            self._seed(info, r.param, RefVal(key=("project-arg", info.name, r.param),
+                                             origin="created", node=p.node,
+                                             scope=self.module_info, name=r.arg))
+            self._provenance[id(p.node)] = r.describe(self.project.project.root)
         if not launches:
             return
         kernels: dict = {}

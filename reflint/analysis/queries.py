@@ -407,6 +407,10 @@ class QueriesMixin:
                 where = self.provenance(ref.scope)  # another module made it a kernel
                 if where:
                     return f"{name} is a kernel ref: {where}"
+            where = self._provenance.get(id(ref.node)) if self._provenance and \
+                ref.origin == "param" else None
+            if where:  # another module's call gives it a ref
+                return f"{name} is a ref parameter of {owner}: {where}"
             return f"{name} is a ref parameter of {owner}"
         return ""
 
