@@ -27,10 +27,10 @@ phase and the solved project alone (what grows with the whole project: each file
 is per file), with the process's peak RSS.
 
 ``flake8``: what reading the project costs a per-file tool: ``flake8 --select REF FILE`` run
-from ``--root`` (a copy of it, so that no cache of yours is touched) with the project cold
-(no summary cache), with the summary cache ``reflint check ROOT`` leaves, and with
-``--reflint-no-project``; and ``reflint check --project-root . FILE`` (pre-commit's hook)
-cold and warm; the CPU seconds of each and the findings they print.
+from ``--root`` (a copy of it, so that no cache of yours is touched) with
+``--reflint-no-project``, with the project and no summary cache (the run writes it), and with
+that cache; and ``reflint check --project-root . FILE`` (pre-commit's hook) without and with
+the cache; the CPU seconds of each and the findings they print.
 """
 
 from __future__ import annotations
@@ -274,8 +274,10 @@ def flake8_cost(ns) -> None:
         f8 = [sys.executable, "-m", "flake8", "--isolated", "--select", "REF", rel]
         cache = os.path.join(root, ".reflint_cache")
 
-        def run(label, args):
+        def run(label, args, fresh=False):
             for _ in range(ns.repeat):
+                if fresh:
+                    shutil.rmtree(cache, ignore_errors=True)
                 cwd = os.getcwd()
                 os.chdir(root)
                 try:
@@ -283,19 +285,17 @@ def flake8_cost(ns) -> None:
                 finally:
                     os.chdir(cwd)
                 lines = [ln for ln in out.splitlines() if "REF" in ln]
-                print(f"{label:>34}: {cpu:6.2f} s CPU, {wall:6.2f} s wall, "
+                print(f"{label:>40}: {cpu:6.2f} s CPU, {wall:6.2f} s wall, "
                       f"{len(lines)} findings", flush=True)
 
-        run("flake8, project, no cache", f8)
         run("flake8 --reflint-no-project", f8 + ["--reflint-no-project"])
-        run("reflint check --project-root, cold",
-            _reflint() + ["check", "--exit-zero", "--no-cache", "--project-root", ".", rel])
-        cpu, wall, _, _ = _timed(_reflint() + ["check", "--exit-zero", "-q", root], env)
-        print(f"{'(reflint check ROOT: the cache)':>34}: {cpu:6.2f} s CPU, {wall:6.2f} s wall")
+        run("flake8, project, no cache (writes it)", f8, fresh=True)
         assert os.path.isdir(cache)
-        run("flake8, project, summary cache", f8)
-        run("reflint check --project-root, warm",
-            _reflint() + ["check", "--exit-zero", "--project-root", ".", rel])
+        run("flake8, project, the summary cache", f8)
+        run("reflint check --project-root, no cache",
+            _reflint() + ["check", "--exit-zero", "--no-cache", "--project-root", ".", rel])
+        run("reflint check --project-root, cache", _reflint() + [
+            "check", "--exit-zero", "--project-root", ".", rel])
 
 
 def main() -> None:

@@ -14,8 +14,9 @@ flake8's run. Files the pre-filter rules out are checked here (no native parse, 
 ``pyproject.toml`` above it, else flake8's working folder when it holds the file) is checked
 with that project's module summaries, as ``reflint check ROOT`` checks it: a kernel launched
 by another module, a jitted function called from another module ... The project is built from
-the disk once per flake8 process, before the child is forked (the child inherits it), from
-the summary cache ``reflint check`` keeps (``.reflint_cache`` at the root) when there is one;
+the disk once per flake8 process, before the child is forked (the child inherits it), with
+the summary cache ``reflint check`` keeps (``.reflint_cache`` at the root, or
+``REFLINT_CACHE_DIR``; written here too, so the next run summarizes only changed modules);
 at most ``reflint.server_project.MAX_FILES`` files, else each file is checked alone.
 ``--reflint-no-project`` (or ``reflint-no-project = true`` in flake8's configuration) checks
 every file alone.
@@ -67,7 +68,7 @@ def _project(filename: str, source: str):
         from . import server_project
 
         return server_project.project_for_file(os.path.abspath(filename), source,
-                                               (os.getcwd(),))
+                                               (os.getcwd(),), write_cache=True)
     except Exception:  # noqa: BLE001 - a project is an extra: the file is still checked
         return None
 

@@ -216,14 +216,15 @@ class _Tree:
         return text, h
 
 
-def _disk_cache(root: str):
+def _disk_cache(root: str, create: bool = False):
     """The summary cache ``reflint check`` writes (REFLINT_CACHE_DIR, or ROOT/.reflint_cache)
-    if it exists already (the server creates none); None otherwise."""
+    if it exists already (the server creates none; ``create``: made on the first write, as
+    ``reflint check`` makes it); None otherwise."""
     try:
         from .cache import DEFAULT_DIR_NAME, ENV_CACHE_DIR, Cache
 
         directory = os.environ.get(ENV_CACHE_DIR) or os.path.join(root, DEFAULT_DIR_NAME)
-        if not os.path.isdir(directory):
+        if not create and not os.path.isdir(directory):
             return None
         cache = Cache(directory)
         return None if cache.disabled else cache
@@ -487,14 +488,17 @@ def analyse(text: str, path: str, settings, ctx: dict, facts: bool = False) -> t
 _ONCE: dict = {}  # root -> the project built from the disk (None: too large, or it failed)
 
 
-def project_for_file(path: str, text: str, folders=()):
+def project_for_file(path: str, text: str, folders=(), write_cache: bool = False):
     """The project a run that reads the disk once (flake8: files do not change while it
     runs) checks the file at ``path``, with ``text``, in: the project of the file's root
     (``project_root``), built from the disk the first time one of its files is asked for and
     shared by the others; when ``text`` is not what the disk held then (flake8's
     ``--stdin-display-name``) or the file is not one the root's discovery finds (an excluded
     file given by name), the project with ``text`` in the file's place, built from the
-    memoized summaries. None: the file is in no project, or its project is too large."""
+    memoized summaries. None: the file is in no project, or its project is too large.
+    ``write_cache``: the summaries go to the summary cache ``reflint check`` keeps
+    (``REFLINT_CACHE_DIR``, or ROOT/.reflint_cache), created if there is none yet, so that the
+    next run reads them instead of summarizing again."""
     if not path or not os.path.isabs(path) or not path.endswith(PYTHON):
         return None
     path = os.path.abspath(path)
@@ -503,6 +507,8 @@ def project_for_file(path: str, text: str, folders=()):
         return None
     with _LOCK:
         tree = _tree(root)
+        if write_cache and tree.cache is None:
+            tree.cache = _disk_cache(root, create=True)
         if root not in _ONCE:
             try:
                 _ONCE[root] = tree.project_for({})

@@ -138,6 +138,11 @@ def test_flake8_reads_the_project(tmp_path):
     got = parse_findings(r.stdout)
     assert [f[:4] for f in got] == [("pkg/kernels.py", 2, 18, "REF007")], r.stdout + r.stderr
     assert "kernels.scale is launched by pl.pallas_call in pkg/ops.py:8" in next(iter(got))[4]
+    # The summaries went to the cache `reflint check` keeps: the next run reads them.
+    entries = list((tmp_path / ".reflint_cache").rglob("*"))
+    assert sum(1 for p in entries if p.is_file() and p.parent.parent.name == "s") == 3
+    r = flake8("--isolated", "--select", "REF", "pkg/kernels.py", cwd=tmp_path)
+    assert parse_findings(r.stdout) == got
     assert got == reflint_findings(["--project-root", ".", "pkg/kernels.py"], cwd=tmp_path)
     # Without the project (the option, or flake8's configuration): the file alone.
     r = flake8("--isolated", "--select", "REF", "--reflint-no-project", "pkg/kernels.py",
