@@ -522,26 +522,62 @@ class Project:
 
     def _solve_ref_args(self) -> dict:
         """qualname -> (RefArg, ...): the refs other checked modules give each function's
-        parameters (``ModuleSummary.ref_args``), a parameter once, at its first call."""
+        parameters, a parameter once. A ref reaches a parameter from a call passing a
+        module-level ref or a local bound by a constructor (``ModuleSummary.ref_args``), or
+        passing on a parameter that is a ref (``ModuleSummary.param_args``): a Pallas
+        kernel's (``_kernel_refs``) or one a ref reached already, through any number of
+        functions (a worklist: each (function, parameter) once). Calls inside one module
+        carry the fact on but give no RefArg: the module's own analysis sees them."""
         out: dict = {}
+        known: set = set()
+        work: list = []
+
+        def reach(s, qualname, index, kw, line, arg, text):
+            r = self.resolve(qualname)
+            if r is None:
+                return
+            mod, name = r
+            if mod.library or not mod.module:
+                return
+            f = mod.functions.get(name)
+            param = _param_of(f.params, index, kw) if f is not None else None
+            if param is None:
+                return
+            qn = f"{mod.module}.{name}"
+            if mod is not s:
+                out.setdefault(qn, {}).setdefault(param, RefArg(param, text, arg, s.path, line))
+            if (qn, param) not in known:
+                known.add((qn, param))
+                work.append((qn, param))
+
+        edges: dict = {}
         for s in self.by_path.values():
-            if s.library or not s.ref_args:
+            if s.library or not s.module:
                 continue
             for qualname, index, kw, line, arg, text in s.ref_args:
-                r = self.resolve(qualname)
-                if r is None:
+                reach(s, qualname, index, kw, line, arg, text)
+            for fn, param, qualname, index, kw, line, text in s.param_args:
+                edges.setdefault((f"{s.module}.{fn}", param), []).append(
+                    (s, qualname, index, kw, line, param, text))
+        if edges:
+            kernels = dict(self.launches)
+            for s in self.by_path.values():
+                for u in s.local_uses:
+                    launch = self._launch(s, u.target, u.line, u.bound, u.bound_kws)
+                    if launch is not None:
+                        kernels[u.qualname] = kernels.get(u.qualname, []) + [launch]
+            for qn, launches in kernels.items():
+                r = self.resolve(qn)
+                if r is None or r[0].library:
                     continue
-                mod, name = r
-                if mod is s or mod.library or not mod.module:
-                    continue  # this module's own: its analysis sees the call
-                f = mod.functions.get(name)
-                if f is None:
-                    continue
-                param = _param_of(f.params, index, kw)
-                if param is None:
-                    continue
-                out.setdefault(f"{mod.module}.{name}", {}).setdefault(
-                    param, RefArg(param, text, arg, s.path, line))
+                f = r[0].functions.get(r[1])
+                for param in _kernel_refs(f, launches) if f is not None else ():
+                    if (qn, param) not in known:
+                        known.add((qn, param))
+                        work.append((qn, param))
+        while work:
+            for edge in edges.get(work.pop(), ()):
+                reach(*edge)
         return {qn: tuple(sorted(d.values(), key=lambda a: a.param)) for qn, d in out.items()}
 
     def _target_wrapper(self, target: Target, wrappers: dict) -> Optional[Wrapper]:
@@ -761,6 +797,24 @@ class ProjectView:
         prefix = self.module + "."
         return {q[len(prefix):] for q in self.project.launches
                 if q.startswith(prefix) and "." not in q[len(prefix):]}
+
+
+def _kernel_refs(f, launches: list) -> tuple:
+    """The parameters of ``f`` that are refs where every one of ``launches`` runs it as a
+    Pallas kernel: the positional ones, but for those functools.partial binds and those with
+    a default value; none when a launch's API says some parameters are not refs (a pipeline
+    body's indices, a carry) or is not a kernel launch."""
+    for launch in launches:
+        a = api.API.get(launch.api)
+        if a is None or a.family is not api.Family.KERNEL or not a.callees:
+            return ()
+        c = a.callees[0]
+        if not c.refs or c.leading or c.carry_if:
+            return ()
+    bound = max(launch.bound for launch in launches)
+    kws = {k for launch in launches for k in launch.bound_kws}
+    positional = [n for n, k in f.params if k in ("pos", "posonly")][bound:]
+    return tuple(n for n in positional if n not in kws and n not in f.defaults)
 
 
 def _param_of(params: tuple, index: Optional[int], kw: Optional[str]) -> Optional[str]:

@@ -42,6 +42,7 @@ class FunctionSummary:
     line: int
     params: tuple  # ((name, kind), ...): kind "pos", "posonly", "vararg", "kwonly", "kwarg"
     transforms: tuple = ()  # ((api name, static), ...): the decorators' transforms, innermost first
+    defaults: tuple = ()  # the parameters with a default value
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,10 @@ class ModuleSummary:
     functions: dict = field(default_factory=dict)  # name -> FunctionSummary
     forwards: list = field(default_factory=list)
     uses: list = field(default_factory=list)
+    # This module's own functions it launches directly (``Use``s of a Pallas entry point):
+    # not launches for the project (the module's analysis sees them), only where a kernel's
+    # ref parameters start for the refs it hands to other modules (``param_args``).
+    local_uses: list = field(default_factory=list)
     complete: bool = True  # False: only the imports were read (a file without API words)
     library: bool = False  # a module of the environment, read for its wrappers (not checked)
     # Functions of other modules called with a function argument (may be wrappers: the
@@ -114,6 +119,13 @@ class ModuleSummary:
     # line, the argument's name, how the call spells the function), ...): a module-level ref of this module, or a local of a
     # top-level function bound only by ``name = <constructor>(...)``.
     ref_args: tuple = ()
+    # Parameters a top-level function hands on (``_param_args``): ((function, parameter,
+    # qualified name of the called function (this module's too), position or None, keyword
+    # or None, line, how the call spells the function), ...): a plain parameter the function
+    # never binds again, passed to a function of the project. Read with the kernels and the
+    # ``ref_args``: a kernel's ref parameters, and refs given to a function, reach the
+    # functions it calls (``Project._solve_ref_args``).
+    param_args: tuple = ()
 
 
 def module_name(path: str) -> tuple:
@@ -364,6 +376,14 @@ def _bound_names(fn) -> set:
     return out
 
 
+def _defaults(fn) -> tuple:
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    out = [p.arg for p in positional[len(positional) - len(a.defaults):]] if a.defaults else []
+    out += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+    return tuple(out)
+
+
 def _params(fn) -> tuple:
     a = fn.args
     out = [(p.arg, "posonly") for p in a.posonlyargs] + [(p.arg, "pos") for p in a.args]
@@ -473,7 +493,7 @@ class _Extractor:
         if transforms is None:  # a decorator the summary cannot see through
             return
         self.s.functions[fn.name] = FunctionSummary(fn.name, fn.lineno, _params(fn),
-                                                    tuple(transforms))
+                                                    tuple(transforms), _defaults(fn))
 
     def decorator(self, d):
         """(api name, static) for a transform decorator, () for one that leaves the function
@@ -557,6 +577,9 @@ class _Extractor:
                     name_node.id not in self.s.aliases:
                 if target.kind == "call" and name_node.id not in sh:
                     self.s.calls.add(target.name)  # may be a wrapper: its own analysis asks
+                elif target.kind == "api" and name_node.id not in sh and self.s.module:
+                    self.s.local_uses.append(Use(f"{self.s.module}.{name_node.id}", target,
+                                                 node.lineno, bound, kws))
                 continue  # a function of this module: its own analysis sees the call
             qn = self.qualname(name_node, sh)
             if qn is not None:
@@ -711,6 +734,7 @@ def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
     full.ref_globals, full.ref_factories = s.ref_globals, s.ref_factories
     full.param_effects, full.global_effects = s.param_effects, s.global_effects
     full.ref_args = s.ref_args
+    full.param_args = s.param_args
     return full
 
 
@@ -831,6 +855,7 @@ def _clear_values(s: ModuleSummary) -> None:
     s.param_effects.clear()
     s.global_effects.clear()
     s.ref_args = ()
+    s.param_args = ()
 
 
 def _api_of(node, aliases: dict, shadowed: set):
@@ -884,6 +909,9 @@ def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
                           source) is None:
             s.ref_globals[name] = line
     out: list = []
+    handed: list = []
+    defined = {st.name: stores.get(st.name) for st in tree.body
+               if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
     if s.ref_globals:
         # Module-level code giving the module's refs to another module's functions.
         rebound = {n for n, k in stores.items() if k != 1}
@@ -900,7 +928,10 @@ def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
         if not fn.decorator_list:
             _function_values(fn, s, aliases)
         out.extend(_function_ref_args(fn, s, aliases))
+        handed.extend(_param_args(fn, s, aliases, defined))
     s.ref_args = tuple(sorted(set(out), key=lambda a: (a[3], a[0], str(a[1]), str(a[2]))))
+    s.param_args = tuple(sorted(set(handed), key=lambda a: (a[5], a[0], a[1], a[2],
+                                                             str(a[3]), str(a[4]))))
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -1006,6 +1037,42 @@ def _function_ref_args(fn, s: ModuleSummary, aliases: dict) -> list:
     if not refs:
         return []
     return list(_ref_args(calls, aliases, shadowed - refs, refs))
+
+
+def _param_args(fn, s: ModuleSummary, aliases: dict, defined: dict) -> list:
+    """``ModuleSummary.param_args`` entries of a top-level function: its own calls (not a
+    nested scope's) of an imported function or of a function of this module defined once,
+    with a plain parameter it never binds again as an argument."""
+    stored, own, special = _scan(fn)
+    params = {n for n, k in _params(fn) if k not in ("vararg", "kwarg")} - stored
+    if not params:
+        return []
+    shadowed = {n for n, _ in _params(fn)} | stored
+    out = []
+    for n in own:
+        if type(n) is not ast.Call:
+            continue
+        parts = _dotted(n.func)
+        if not parts or parts[0] in shadowed:
+            continue
+        if parts[0] in aliases:
+            qn = ".".join([aliases[parts[0]]] + parts[1:])
+            if api.lookup(qn) is not None:
+                continue  # JAX's, Pallas' or Flax's own: the registry describes it
+        elif len(parts) == 1 and defined.get(parts[0]) == 1 and s.module:
+            qn = f"{s.module}.{parts[0]}"
+        else:
+            continue
+        text = ".".join(parts)
+        for i, a in enumerate(n.args):
+            if type(a) is ast.Starred:
+                break
+            if type(a) is ast.Name and a.id in params:
+                out.append((fn.name, a.id, qn, i, None, n.lineno, text))
+        for k in n.keywords:
+            if k.arg is not None and type(k.value) is ast.Name and k.value.id in params:
+                out.append((fn.name, k.value.id, qn, None, k.arg, n.lineno, text))
+    return out
 
 
 def _ctor_names(own: list, aliases: dict, shadowed: set) -> dict:
