@@ -527,6 +527,8 @@ class _Extractor:
         calls = []
         bound: set = set()
         rebound: set = set()  # a parameter assigned, or bound again by a nested scope
+        stores: dict = {}  # name -> how many times a plain name binding stores it
+        assigned: dict = {}  # name -> the value of a `name = <value>` assignment
         for root in body:
             for n in ast.walk(root):
                 t = type(n)
@@ -536,6 +538,10 @@ class _Extractor:
                     if type(n.ctx) is not ast.Load:
                         bound.add(n.id)
                         rebound.add(n.id)
+                        stores[n.id] = stores.get(n.id, 0) + 1
+                elif t is ast.Assign:
+                    if len(n.targets) == 1 and type(n.targets[0]) is ast.Name:
+                        assigned[n.targets[0].id] = n.value
                 elif t is ast.arg:
                     bound.add(n.arg)
                     rebound.add(n.arg)
@@ -553,15 +559,24 @@ class _Extractor:
         sh = bound | set(params)
         if fn is not None:
             sh |= {n for n, _ in _params(fn)}
+        # A local bound once, by `kernel = functools.partial(body, ...)` (or `kernel = body`),
+        # and then launched: `pl.pallas_call(kernel, ...)` launches `body`. Any other binding
+        # of the name (a parameter, a loop, `with ... as`, a nested scope's) leaves it unknown.
+        single = {n: v for n, v in assigned.items() if stores.get(n) == 1 and
+                  n not in params and (fn is None or n not in {p for p, _ in _params(fn)}) and
+                  type(v) in (ast.Call, ast.Name, ast.Attribute)}
         for call in calls:
             head = call.func
             while type(head) is ast.Attribute:
                 head = head.value
             if type(head) is ast.Name and head.id in known:
-                self.call(call, sh, fn, params, rebound)
+                self.call(call, sh, fn, params, rebound, single)
 
-    def call(self, node: ast.Call, sh: set, fn, params: dict, rebound: set) -> None:
+    def call(self, node: ast.Call, sh: set, fn, params: dict, rebound: set,
+             single: Optional[dict] = None) -> None:
         for target, arg in self.targets(node, sh):
+            if single and type(arg) is ast.Name and arg.id in single:
+                arg = single[arg.id]
             got = self.function_arg(arg, sh)
             if got is None:
                 continue
@@ -1003,6 +1018,10 @@ def _function_values(fn, s: ModuleSummary, aliases: dict) -> None:
         s.global_effects[fn.name] = tuple(globals_written)
 
 
+# Never a project's function: the registry describes what matters of them.
+_LIBRARIES = ("jax.", "flax.", "optax.", "numpy.", "functools.", "builtins.")
+
+
 def _ref_args(calls: list, aliases: dict, shadowed: set, refs: set):
     """``ModuleSummary.ref_args`` entries of ``calls``: an argument that is a plain name in
     ``refs`` given to a function named through the module's imports (not ``shadowed``)."""
@@ -1011,7 +1030,7 @@ def _ref_args(calls: list, aliases: dict, shadowed: set, refs: set):
         if not parts or parts[0] in shadowed or parts[0] not in aliases:
             continue
         qn = ".".join([aliases[parts[0]]] + parts[1:])
-        if api.lookup(qn) is not None:
+        if api.lookup(qn) is not None or qn.startswith(_LIBRARIES):
             continue  # JAX's, Pallas' or Flax's own: the registry describes it
         for i, a in enumerate(n.args):
             if type(a) is ast.Starred:
@@ -1040,16 +1059,17 @@ def _function_ref_args(fn, s: ModuleSummary, aliases: dict) -> list:
 
 
 def _param_args(fn, s: ModuleSummary, aliases: dict, defined: dict) -> list:
-    """``ModuleSummary.param_args`` entries of a top-level function: its own calls (not a
-    nested scope's) of an imported function or of a function of this module defined once,
-    with a plain parameter it never binds again as an argument."""
+    """``ModuleSummary.param_args`` entries of a top-level function: its calls (a nested
+    function's too: a ``pl.when`` body closes over the kernel's refs) of an imported function
+    or of a function of this module defined once, with a plain parameter that nothing in it
+    binds again (nor a nested scope: conservative) as an argument."""
     stored, own, special = _scan(fn)
     params = {n for n, k in _params(fn) if k not in ("vararg", "kwarg")} - stored
     if not params:
         return []
     shadowed = {n for n, _ in _params(fn)} | stored
     out = []
-    for n in own:
+    for n in ast.walk(fn):
         if type(n) is not ast.Call:
             continue
         parts = _dotted(n.func)
@@ -1057,7 +1077,7 @@ def _param_args(fn, s: ModuleSummary, aliases: dict, defined: dict) -> list:
             continue
         if parts[0] in aliases:
             qn = ".".join([aliases[parts[0]]] + parts[1:])
-            if api.lookup(qn) is not None:
+            if api.lookup(qn) is not None or qn.startswith(_LIBRARIES):
                 continue  # JAX's, Pallas' or Flax's own: the registry describes it
         elif len(parts) == 1 and defined.get(parts[0]) == 1 and s.module:
             qn = f"{s.module}.{parts[0]}"

@@ -241,6 +241,55 @@ def test_summary_ref_args():
                           ("pkg.lib.total", 1, None, 27, "b", "lib.total"))
 
 
+def test_refs_follow_parameters_across_modules(tmp_path):
+    """A kernel's ref parameters (and refs given to a function) reach the functions of other
+    modules it passes them to (``ModuleSummary.param_args``, ``Project._solve_ref_args``):
+    not the parameters functools.partial binds or that keep a default, not a pipeline body's
+    loop index (the registry's ``leading``), not from a function no launch runs."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text(
+        "def a(r):\n    return r\n\n\n"
+        "def b(r):\n    return r\n\n\n"
+        "def c(r):\n    return r\n\n\n"
+        "def d(r):\n    return r\n\n\n"
+        "def e(r):\n    return r\n\n\n"
+        "def f(r):\n    return r\n")
+    (pkg / "kernels.py").write_text(
+        "import functools\n"
+        "from jax.experimental import pallas as pl\n"
+        "from jax.experimental.pallas import mosaic_gpu as plgpu\n"
+        "from pkg import utils\n\n\n"
+        "def k1(n, x_ref, o_ref, eps=1.0):\n"
+        "    o_ref[...] = utils.a(x_ref) + utils.b(n) + utils.c(eps)\n\n\n"
+        "def k2(x_ref):\n"
+        "    x_ref[...] = local(x_ref)\n\n\n"
+        "def local(r):\n"
+        "    return utils.d(r)[...]\n\n\n"
+        "def body(idx, x_ref):\n"
+        "    x_ref[...] = utils.e(idx)\n\n\n"
+        "def never(x_ref):\n"
+        "    x_ref[...] = utils.f(x_ref)\n\n\n"
+        "def run(x):\n"
+        "    pl.pallas_call(functools.partial(k1, 3), out_shape=x)(x)\n"
+        "    pl.pallas_call(k2, out_shape=x)(x)\n"
+        "    plgpu.emit_pipeline(body, grid=(2,))(x)\n")
+    files = [str(p) for p in sorted(pkg.glob("*.py"))]
+    project = rproject.Project.build(files)
+    got = {qn: [(a.param, a.arg, a.line) for a in args]
+           for qn, args in project.ref_args.items()}
+    assert got == {"pkg.utils.a": [("r", "x_ref", 8)], "pkg.utils.d": [("r", "r", 16)]}
+    view = project.view(str(pkg / "utils.py"))
+    assert view.must_analyse and view.ref_args_of("a") and not view.ref_args_of("b")
+    # The facts are part of what utils.py reads: its cache key changes with them.
+    before = view.digest()
+    (pkg / "kernels.py").write_text((pkg / "kernels.py").read_text().replace(
+        "utils.a(x_ref)", "utils.a(x_ref[...])"))
+    after = rproject.Project.build(files).view(str(pkg / "utils.py")).digest()
+    assert after != before
+
+
 def test_cache_rechecks_dependents(tmp_path):
     root = tmp_path / "proj"
     shutil.copytree(os.path.join(PROJECTS, "kernel_elsewhere"), root)
