@@ -529,6 +529,7 @@ class _Extractor:
         rebound: set = set()  # a parameter assigned, or bound again by a nested scope
         stores: dict = {}  # name -> how many times a plain name binding stores it
         assigned: dict = {}  # name -> the value of a `name = <value>` assignment
+        others: set = set()  # names bound otherwise: parameters, defs, imports, globals
         for root in body:
             for n in ast.walk(root):
                 t = type(n)
@@ -545,14 +546,20 @@ class _Extractor:
                 elif t is ast.arg:
                     bound.add(n.arg)
                     rebound.add(n.arg)
+                    others.add(n.arg)
                 elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.ClassDef:
                     bound.add(n.name)
+                    others.add(n.name)
                 elif t is ast.Import or t is ast.ImportFrom:
-                    bound.update((a.asname or a.name).split(".")[0] for a in n.names)
+                    names = [(a.asname or a.name).split(".")[0] for a in n.names]
+                    bound.update(names)
+                    others.update(names)
                 elif t is ast.Global or t is ast.Nonlocal:
                     bound.update(n.names)
+                    others.update(n.names)
                 elif t is ast.ExceptHandler and n.name:
                     bound.add(n.name)
+                    others.add(n.name)
         if not calls:
             return
         known = self.s.aliases.keys() | self.defined
@@ -563,7 +570,8 @@ class _Extractor:
         # and then launched: `pl.pallas_call(kernel, ...)` launches `body`. Any other binding
         # of the name (a parameter, a loop, `with ... as`, a nested scope's) leaves it unknown.
         single = {n: v for n, v in assigned.items() if stores.get(n) == 1 and
-                  n not in params and (fn is None or n not in {p for p, _ in _params(fn)}) and
+                  n not in others and n not in params and
+                  (fn is None or n not in {p for p, _ in _params(fn)}) and
                   type(v) in (ast.Call, ast.Name, ast.Attribute)}
         for call in calls:
             head = call.func

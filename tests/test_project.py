@@ -290,6 +290,34 @@ def test_refs_follow_parameters_across_modules(tmp_path):
     assert after != before
 
 
+def test_summary_kernel_through_a_local_name():
+    """`kernel = functools.partial(lib.body, ...)` then `pl.pallas_call(kernel, ...)` launches
+    `lib.body`; not when the name is bound otherwise too (a nested def: which one runs is
+    not known), nor when it is assigned twice."""
+    from reflint.summary import summarize
+
+    source = (
+        "import functools\n"
+        "from jax.experimental import pallas as pl\n"
+        "from pkg import kernels\n\n\n"
+        "def run(x, flag):\n"
+        "    if flag:\n"
+        "        kernel = functools.partial(kernels.a, n=1)\n"
+        "    else:\n"
+        "        def kernel(x_ref, o_ref):\n"
+        "            o_ref[...] = x_ref[...]\n"
+        "    return pl.pallas_call(kernel, out_shape=x)(x)\n\n\n"
+        "def run2(x):\n"
+        "    kernel = functools.partial(kernels.b, n=1)\n"
+        "    return pl.pallas_call(kernel, out_shape=x)(x)\n\n\n"
+        "def run3(x):\n"
+        "    kernel = kernels.c\n"
+        "    kernel = kernels.d\n"
+        "    return pl.pallas_call(kernel, out_shape=x)(x)\n")
+    s = summarize(source, "/p/pkg/ops.py", "pkg.ops")
+    assert [(u.qualname, u.bound_kws) for u in s.uses] == [("pkg.kernels.b", ("n",))]
+
+
 def test_cache_rechecks_dependents(tmp_path):
     root = tmp_path / "proj"
     shutil.copytree(os.path.join(PROJECTS, "kernel_elsewhere"), root)
