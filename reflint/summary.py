@@ -948,10 +948,11 @@ def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
             continue
         if len(fn.body) == 1 and isinstance(fn.body[0], ast.Pass):
             continue  # a body the reduced parse cut (or an empty function)
+        scanned = _scan(fn)  # one walk for the three
         if not fn.decorator_list:
-            _function_values(fn, s, aliases)
-        out.extend(_function_ref_args(fn, s, aliases))
-        handed.extend(_param_args(fn, s, aliases, defined))
+            _function_values(fn, s, aliases, scanned)
+        out.extend(_function_ref_args(fn, s, aliases, scanned))
+        handed.extend(_param_args(fn, s, aliases, defined, scanned))
     s.ref_args = tuple(sorted(set(out), key=lambda a: (a[3], a[0], str(a[1]), str(a[2]))))
     s.param_args = tuple(sorted(set(handed), key=lambda a: (a[5], a[0], a[1], a[2],
                                                              str(a[3]), str(a[4]))))
@@ -961,11 +962,12 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 def _scan(fn) -> tuple:
-    """One walk of a function: (names it binds anywhere, nested scopes included; its own
-    nodes that matter: returns, assignments, calls; whether it is a generator or
-    coroutine)."""
+    """One walk of a function's body: (names it binds anywhere, nested scopes included; its
+    own nodes that matter: returns, assignments, calls; whether it is a generator or
+    coroutine; every call in it, a nested scope's too)."""
     stored: set = set()
     own: list = []
+    calls: list = []
     special = False
     params = _arg_nodes(fn)
     stack = [(c, False) for c in fn.body]
@@ -987,6 +989,8 @@ def _scan(fn) -> tuple:
             nested_here = True
         else:
             nested_here = nested
+            if t is ast.Call:
+                calls.append(n)
             if t is ast.Import or t is ast.ImportFrom:
                 stored.update((a.asname or a.name).split(".")[0] for a in n.names)
             elif t is ast.Global or t is ast.Nonlocal:
@@ -998,13 +1002,13 @@ def _scan(fn) -> tuple:
                 elif t is ast.Yield or t is ast.YieldFrom or t is ast.Await:
                     special = True
         stack.extend((c, nested_here) for c in ast.iter_child_nodes(n))
-    return stored, own, special
+    return stored, own, special, calls
 
 
-def _function_values(fn, s: ModuleSummary, aliases: dict) -> None:
+def _function_values(fn, s: ModuleSummary, aliases: dict, scanned: tuple) -> None:
     params = _params(fn)
     names = {n for n, _ in params}
-    stored, own, special = _scan(fn)
+    stored, own, special, _ = scanned
     if special:
         return
     shadowed = names | stored
@@ -1050,10 +1054,11 @@ def _ref_args(calls: list, aliases: dict, shadowed: set, refs: set):
                 yield qn, None, k.arg, n.lineno, k.value.id, ".".join(parts)
 
 
-def _function_ref_args(fn, s: ModuleSummary, aliases: dict) -> list:
+def _function_ref_args(fn, s: ModuleSummary, aliases: dict, scanned: tuple) -> list:
     """The refs a top-level function gives another module's functions: the module's refs it
-    does not shadow, and its locals bound only by ``name = <constructor>(...)``."""
-    stored, own, special = _scan(fn)
+    does not shadow, and its locals bound only by ``name = <constructor>(...)``
+    (``scanned``: the function's ``_scan``)."""
+    stored, own, _, _ = scanned
     calls = [n for n in own if type(n) is ast.Call]
     if not calls:
         return []
@@ -1066,20 +1071,19 @@ def _function_ref_args(fn, s: ModuleSummary, aliases: dict) -> list:
     return list(_ref_args(calls, aliases, shadowed - refs, refs))
 
 
-def _param_args(fn, s: ModuleSummary, aliases: dict, defined: dict) -> list:
+def _param_args(fn, s: ModuleSummary, aliases: dict, defined: dict, scanned: tuple) -> list:
     """``ModuleSummary.param_args`` entries of a top-level function: its calls (a nested
     function's too: a ``pl.when`` body closes over the kernel's refs) of an imported function
     or of a function of this module defined once, with a plain parameter that nothing in it
-    binds again (nor a nested scope: conservative) as an argument."""
-    stored, own, special = _scan(fn)
+    binds again (nor a nested scope: conservative) as an argument (``scanned``: the
+    function's ``_scan``)."""
+    stored, _, _, calls = scanned
     params = {n for n, k in _params(fn) if k not in ("vararg", "kwarg")} - stored
     if not params:
         return []
     shadowed = {n for n, _ in _params(fn)} | stored
     out = []
-    for n in ast.walk(fn):
-        if type(n) is not ast.Call:
-            continue
+    for n in calls:
         parts = _dotted(n.func)
         if not parts or parts[0] in shadowed:
             continue

@@ -41,6 +41,17 @@ def check(root: str, *extra) -> set:
             for d in json.loads(out.getvalue())}
 
 
+def _write_tree(root, files: dict) -> list:
+    """Write ``files`` (path relative to ``root`` -> text); their paths, sorted."""
+    out = []
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+        out.append(str(p))
+    return sorted(out)
+
+
 def markers(root: str) -> set:
     out = set()
     for d, _, names in os.walk(root):
@@ -246,36 +257,33 @@ def test_refs_follow_parameters_across_modules(tmp_path):
     modules it passes them to (``ModuleSummary.param_args``, ``Project._solve_ref_args``):
     not the parameters functools.partial binds or that keep a default, not a pipeline body's
     loop index (the registry's ``leading``), not from a function no launch runs."""
+    files = _write_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/kernels.py": ("import functools\n"
+                           "from jax.experimental import pallas as pl\n"
+                           "from jax.experimental.pallas import mosaic_gpu as plgpu\n"
+                           "from pkg import utils\n\n\n"
+                           "def k1(n, x_ref, o_ref, eps=1.0):\n"
+                           "    o_ref[...] = utils.a(x_ref) + utils.b(n) + utils.c(eps)\n\n\n"
+                           "def k2(x_ref):\n"
+                           "    x_ref[...] = local(x_ref)\n\n\n"
+                           "def local(r):\n"
+                           "    return utils.d(r)[...]\n\n\n"
+                           "def body(idx, x_ref):\n"
+                           "    x_ref[...] = utils.e(idx)\n\n\n"
+                           "def never(x_ref):\n"
+                           "    x_ref[...] = utils.f(x_ref)\n\n\n"
+                           "def run(x):\n"
+                           "    pl.pallas_call(functools.partial(k1, 3), out_shape=x)(x)\n"
+                           "    pl.pallas_call(k2, out_shape=x)(x)\n"
+                           "    plgpu.emit_pipeline(body, grid=(2,))(x)\n"),
+        "pkg/utils.py": ("def a(r):\n    return r\n\n\n"
+                         "def b(r):\n    return r\n\n\n"
+                         "def c(r):\n    return r\n\n\n"
+                         "def d(r):\n    return r\n\n\n"
+                         "def e(r):\n    return r\n\n\n"
+                         "def f(r):\n    return r\n")})
     pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "utils.py").write_text(
-        "def a(r):\n    return r\n\n\n"
-        "def b(r):\n    return r\n\n\n"
-        "def c(r):\n    return r\n\n\n"
-        "def d(r):\n    return r\n\n\n"
-        "def e(r):\n    return r\n\n\n"
-        "def f(r):\n    return r\n")
-    (pkg / "kernels.py").write_text(
-        "import functools\n"
-        "from jax.experimental import pallas as pl\n"
-        "from jax.experimental.pallas import mosaic_gpu as plgpu\n"
-        "from pkg import utils\n\n\n"
-        "def k1(n, x_ref, o_ref, eps=1.0):\n"
-        "    o_ref[...] = utils.a(x_ref) + utils.b(n) + utils.c(eps)\n\n\n"
-        "def k2(x_ref):\n"
-        "    x_ref[...] = local(x_ref)\n\n\n"
-        "def local(r):\n"
-        "    return utils.d(r)[...]\n\n\n"
-        "def body(idx, x_ref):\n"
-        "    x_ref[...] = utils.e(idx)\n\n\n"
-        "def never(x_ref):\n"
-        "    x_ref[...] = utils.f(x_ref)\n\n\n"
-        "def run(x):\n"
-        "    pl.pallas_call(functools.partial(k1, 3), out_shape=x)(x)\n"
-        "    pl.pallas_call(k2, out_shape=x)(x)\n"
-        "    plgpu.emit_pipeline(body, grid=(2,))(x)\n")
-    files = [str(p) for p in sorted(pkg.glob("*.py"))]
     project = rproject.Project.build(files)
     got = {qn: [(a.param, a.arg, a.line) for a in args]
            for qn, args in project.ref_args.items()}
@@ -449,24 +457,21 @@ def test_nnx_classes_through_bases(tmp_path, monkeypatch):
     (site / "core.py").write_text("raise SystemExit('imported!')\nfrom flax import nnx\n\n\n"
                                   "class LibBase(nnx.Module):\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    files = _write_tree(tmp_path, {
+        "pkg/__init__.py": "from .a import A as Exported\n",
+        "pkg/a.py": ("from flax import nnx\nimport nnxlib\n\n\n"
+                     "class A(nnx.Module):\n    pass\n\n\n"
+                     "class V(nnx.Variable[int]):\n    pass\n\n\n"
+                     "class FromLib(\n    nnxlib.LibBase,  # a comment\n):\n    pass\n\n\n"
+                     "class Cyc1(Cyc2):\n    pass\n\n\n"
+                     "class Dup(nnx.Module):\n    pass\n\n\n"
+                     "class Dup:\n    pass\n"),
+        "pkg/b.py": ("from . import Exported\nfrom .a import Cyc1, V\nimport flax.linen as nn\n\n\n"
+                     "class B(Exported): pass\n\n\n"
+                     "class W(V):\n    pass\n\n\n"
+                     "class Cyc2(Cyc1):\n    pass\n\n\n"
+                     "class Linen(nn.Module):\n    pass\n")})
     pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("from .a import A as Exported\n")
-    (pkg / "a.py").write_text(
-        "from flax import nnx\nimport nnxlib\n\n\n"
-        "class A(nnx.Module):\n    pass\n\n\n"
-        "class V(nnx.Variable[int]):\n    pass\n\n\n"
-        "class FromLib(\n    nnxlib.LibBase,  # a comment\n):\n    pass\n\n\n"
-        "class Cyc1(Cyc2):\n    pass\n\n\n"
-        "class Dup(nnx.Module):\n    pass\n\n\n"
-        "class Dup:\n    pass\n")
-    (pkg / "b.py").write_text(
-        "from . import Exported\nfrom .a import Cyc1, V\nimport flax.linen as nn\n\n\n"
-        "class B(Exported): pass\n\n\n"
-        "class W(V):\n    pass\n\n\n"
-        "class Cyc2(Cyc1):\n    pass\n\n\n"
-        "class Linen(nn.Module):\n    pass\n")
-    files = [str(p) for p in tmp_path.rglob("*.py") if "site" not in str(p)]
     p = rproject.Project.build(files)
     assert p.by_path[str(pkg / "a.py")].classes["Dup"] is None
     got = {q: p.nnx_class(q) for q in (

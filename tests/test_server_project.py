@@ -258,12 +258,17 @@ async def client(lsp_client: LanguageClient, tmp_path):
         yield
 
 
+def _documents(root: str) -> tuple:
+    """(kernels.py, ops.py, their URIs) of the project ``_project`` wrote."""
+    k = os.path.join(root, "pkg", "kernels.py")
+    o = os.path.join(root, "pkg", "ops.py")
+    return k, o, from_fs_path(k), from_fs_path(o)
+
+
 @pytest.mark.asyncio(loop_scope="function")
 async def test_dependents_are_re_diagnosed_and_buffers_win(client):
     root = client.root
-    k = os.path.join(root, "pkg", "kernels.py")
-    o = os.path.join(root, "pkg", "ops.py")
-    kuri, ouri = from_fs_path(k), from_fs_path(o)
+    k, o, kuri, ouri = _documents(root)
     open_doc(client, kuri, KERNELS)
     diags = await published(client, kuri, 1, WAIT)
     assert [(d.code, d.range.start.line) for d in diags] == [("REF007", 4)]
@@ -298,9 +303,7 @@ async def test_dependents_are_re_diagnosed_and_buffers_win(client):
 @pytest.mark.asyncio(loop_scope="function")
 async def test_an_edit_that_changes_nothing_for_the_others_does_not_republish_them(client):
     root = client.root
-    k = os.path.join(root, "pkg", "kernels.py")
-    o = os.path.join(root, "pkg", "ops.py")
-    kuri, ouri = from_fs_path(k), from_fs_path(o)
+    k, o, kuri, ouri = _documents(root)
     open_doc(client, kuri, KERNELS)
     open_doc(client, ouri, OPS)
     await published(client, kuri, 1, WAIT)
