@@ -687,7 +687,7 @@ def _end_project() -> None:
         m.activate(None)
 
 
-def _stdin_project(args, name: str, data: bytes) -> None:
+def _stdin_project(args, name: str, data: bytes, resolver=None) -> None:
     """``--stdin-filename``: the text read from stdin takes that file's place in its
     package (the package's modules are summarized from disk)."""
     from .summary import module_name
@@ -709,7 +709,7 @@ def _stdin_project(args, name: str, data: bytes) -> None:
             files = []
     files = [f for f in files if os.path.abspath(f) != path] + [path]
     if getattr(args, "project_root", None):
-        files = _with_project_root(args, [path])
+        files = _with_project_root(args, [path], resolver)
     elif len(files) > 5000:
         return  # too big a folder to read for one buffer
 
@@ -810,7 +810,7 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
             sys.stdout.buffer.write(data)
         return EXIT_OK
     if args.stdin_filename:
-        _stdin_project(args, args.stdin_filename, data)
+        _stdin_project(args, args.stdin_filename, data, resolver)
     if notebook.is_notebook(name):
         return _notebook_stdin(args, data, name, settings)
     result = isolate.lint_bytes(data, name, settings)

@@ -73,11 +73,15 @@ def _project(filename: str, source: str):
         return None
 
 
-def _lint_total(source: str, filename: str, settings, tree=None) -> FileResult:
+_ASK = object()
+
+
+def _lint_total(source: str, filename: str, settings, tree=None, project=_ASK) -> FileResult:
     """``lint_source`` with the file's project active, and the per-file memory limit's
     ``MemoryError`` as REF904. In the child, the project comes from the parent's memo (built
-    there before the fork)."""
-    project = _project(filename, source)
+    there before the fork); in this process, the caller has it already."""
+    if project is _ASK:
+        project = _project(filename, source)
     if project is not None:
         from . import project as _active
 
@@ -152,7 +156,7 @@ class Flake8Plugin:
                     yield 1, 0, f"{d.code} {d.message}", type(self)
                     return
             else:
-                result = _lint_total(source, self.filename, settings, tree)
+                result = _lint_total(source, self.filename, settings, tree, project)
         except (Exception, RecursionError, MemoryError) as e:  # noqa: BLE001 - as `reflint
             # check`: report (REF903), do not crash
             yield 1, 0, f"REF903 {internal_error(self.filename, e).message}", type(self)
