@@ -121,18 +121,8 @@ def module_spelling(analysis, qualname: str, func=None):
 
 
 def parents_of(analysis) -> dict:
-    """id(node) -> parent node for the whole module (computed once per analysis)."""
-    def build() -> dict:
-        parents: dict = {}
-        stack = [analysis.module]
-        while stack:
-            node = stack.pop()
-            for child in _analysis.child_nodes(node):
-                parents[id(child)] = node
-                stack.append(child)
-        return parents
-
-    return analysis.cached("parents", build)
+    """id(node) -> parent node for the whole module (the analysis' one syntax index)."""
+    return analysis.syntax_index().parents
 
 
 # -- Flax NNX (docs/flax-nnx.md) -------------------------------------------------------------

@@ -101,13 +101,12 @@ def _assignments(analysis) -> dict:
     """name -> the `name = value` statements of the module (any scope)."""
     def build() -> dict:
         out: dict = {}
-        for node in _analysis.walk_nodes([analysis.module]):
+        for node in analysis.syntax_index().of_type(cst.Assign, cst.AugAssign, cst.AnnAssign):
             if type(node) is cst.Assign:
                 for t in node.targets:
                     if type(t.target) is cst.Name:
                         out.setdefault(t.target.value, []).append(node)
-            elif type(node) in (cst.AugAssign, cst.AnnAssign) and \
-                    type(node.target) is cst.Name:
+            elif type(node.target) is cst.Name:
                 out.setdefault(node.target.value, []).append(node)
         return out
     return analysis.cached("module assignments", build)

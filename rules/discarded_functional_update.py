@@ -148,18 +148,19 @@ def _expects_error(analysis, stmt) -> bool:
 
 
 def _discarded_updates(analysis) -> list:
-    """(function, statement, call) for every expression statement `X.at[i].method(...)`."""
+    """(function, statement, call) for every expression statement `X.at[i].method(...)` in a
+    function's or the module's own statements (not a class body's)."""
     def build() -> list:
         out = []
-        for info in [analysis.module_info] + analysis.all_functions():
-            body = info.node.body if not info.is_module else info.node
-            if isinstance(info.node, cst.Lambda):
+        index = analysis.syntax_index()
+        for node in index.of_type(cst.Expr):
+            if not _is_at_update(node.value):
                 continue
-            roots = list(body.body) if info.is_module else \
-                list(getattr(body, "body", ()))
-            for node in _syntax.walk_nodes(roots, _syntax._in_own_scope):
-                if type(node) is cst.Expr and _is_at_update(node.value):
-                    out.append((info, node, node.value))
+            scope = index.enclosing(node, _syntax._SCOPES)
+            info = analysis.module_info if scope is None else \
+                analysis.function_of(scope) if type(scope) is cst.FunctionDef else None
+            if info is not None:
+                out.append((info, node, node.value))
         return out
 
     return analysis.cached("discarded updates", build)

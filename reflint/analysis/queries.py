@@ -23,6 +23,7 @@ from .facts import (
     FunctionInfo,
 )
 from .syntax import (
+    SyntaxIndex,
     _as_name,
     _in_own_scope,
     _positions_of,
@@ -44,6 +45,11 @@ class QueriesMixin:
         if key not in cache:
             cache[key] = fn()
         return cache[key]
+
+    def syntax_index(self) -> SyntaxIndex:
+        """Parents and nodes by type of the whole module, from one walk shared by every rule
+        (syntax.SyntaxIndex)."""
+        return self.cached("syntax index", lambda: SyntaxIndex(self.module))
 
     def function_of(self, node: cst.CSTNode) -> Optional[FunctionInfo]:
         return self.functions.get(id(node))

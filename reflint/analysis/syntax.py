@@ -52,12 +52,15 @@ def _target_names(t):
 
 
 def child_nodes(node) -> list:
-    """The child nodes of ``node`` (the nodes of ``node.children``, in field order rather than
-    source order). ``children`` runs libcst's visitor machinery for every call; reading the
-    dataclass fields is about ten times faster, which matters on a whole-module walk."""
+    """The child nodes of ``node`` but its layout (libcst's ``children`` without whitespace,
+    comments, parentheses, brackets and punctuation: ``LAYOUT``), in field order rather than
+    source order. ``children`` runs libcst's visitor machinery for every call; reading the
+    dataclass fields is about ten times faster, and the layout fields (about two thirds of a
+    node's fields) are never read, which matters on a whole-module walk."""
     fields = _FIELDS.get(type(node))
     if fields is None:
-        fields = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+        fields = _FIELDS[type(node)] = tuple(
+            f.name for f in dataclasses.fields(node) if not _is_layout_field(f.name))
     out = []
     is_node = _IS_NODE
     for name in fields:
@@ -65,17 +68,89 @@ def child_nodes(node) -> list:
         t = type(value)
         flag = is_node.get(t)
         if flag is None:
-            flag = is_node[t] = isinstance(value, cst.CSTNode)
+            flag = is_node[t] = _is_syntax_node(value)
         if flag:
             out.append(value)
         elif t is list or t is tuple:
             for v in value:
                 flag = is_node.get(type(v))
                 if flag is None:
-                    flag = is_node[type(v)] = isinstance(v, cst.CSTNode)
+                    flag = is_node[type(v)] = _is_syntax_node(v)
                 if flag:
                     out.append(v)
     return out
+
+
+class SyntaxIndex:
+    """One walk of a module, for the queries that would each walk it: ``parent(node)`` and
+    the nodes of a type in source-walk order (``of_type``; depth first, field order)."""
+
+    __slots__ = ("parents", "nodes", "_by_type")
+
+    def __init__(self, module) -> None:
+        parents: dict = {}
+        by_type: dict = {}
+        nodes: list = []
+        stack = [module]
+        pop, push = stack.pop, stack.extend
+        while stack:
+            node = pop()
+            nodes.append(node)
+            kids = child_nodes(node)
+            if kids:
+                for child in kids:
+                    parents[id(child)] = node
+                push(reversed(kids))
+            t = type(node)
+            got = by_type.get(t)
+            if got is None:
+                by_type[t] = [node]
+            else:
+                got.append(node)
+        self.parents = parents  # id(node) -> parent node
+        self.nodes = nodes  # every node, in walk order
+        self._by_type = by_type
+
+    def parent(self, node):
+        return self.parents.get(id(node))
+
+    def of_type(self, *types) -> list:
+        """The nodes of ``types`` (exact types), in walk order."""
+        if len(types) == 1:
+            return self._by_type.get(types[0], [])
+        if sum(len(self._by_type.get(t, ())) for t in types) == 0:
+            return []
+        types = frozenset(types)
+        return [n for n in self.nodes if type(n) in types]
+
+    def enclosing(self, node, types):
+        """The nearest proper ancestor of ``node`` whose type is in ``types`` (or None)."""
+        parents = self.parents
+        n = parents.get(id(node))
+        while n is not None and type(n) not in types:
+            n = parents.get(id(n))
+        return n
+
+
+# Layout: the nodes libcst keeps for round-tripping the source and no analysis reads.
+LAYOUT = (cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace,
+          cst.EmptyLine, cst.Newline, cst.Comment, cst.LeftParen, cst.RightParen, cst.Comma,
+          cst.Colon, cst.AssignEqual, cst.Semicolon, cst.LeftSquareBracket,
+          cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Dot)
+_LAYOUT_FIELDS = frozenset({
+    "lpar", "rpar", "comma", "semicolon", "colon", "first_colon", "second_colon", "dot",
+    "equal", "lbrace", "rbrace", "lbracket", "rbracket", "header", "footer", "newline",
+    "leading_lines", "lines_after_decorators", "empty_lines", "first_line", "last_line",
+    "leading_whitespace", "trailing_whitespace", "comment", "trailing_comma", "relative"})
+
+
+def _is_layout_field(name: str) -> bool:
+    """A field that only ever holds layout nodes (or none): never read by child_nodes."""
+    return name in _LAYOUT_FIELDS or name.startswith("whitespace")
+
+
+def _is_syntax_node(value) -> bool:
+    return isinstance(value, cst.CSTNode) and not isinstance(value, LAYOUT)
 
 
 # type -> whether it is a libcst node: ``isinstance(x, cst.CSTNode)`` goes through ABCMeta's
