@@ -66,6 +66,14 @@ class LazyFix:
     def resolved(self) -> bool:
         return self._edits is not None
 
+    def resolve(self, edits) -> None:
+        """Give the fix its edits, built elsewhere (the language server asks a worker)."""
+        self._edits = tuple(edits)
+
+    def unbuilt(self) -> "LazyFix":
+        """A copy without edits and without a file (for the same finding in another text)."""
+        return LazyFix(self.message, self.applicability, None, self.key)
+
     def __getstate__(self):
         return (self.message, self.applicability, self.source, self.key, self._edits)
 

@@ -50,7 +50,7 @@ from pygls.uris import from_fs_path
 from . import __version__
 from . import server_project, server_reuse, server_worker
 from .config import ConfigError, Resolver
-from .diagnostics import SAFE, Diagnostic
+from .diagnostics import SAFE, Diagnostic, LazyFix
 from .discovery import excluded_with_parents
 from .server_front import (DEFAULT_DEBOUNCE, DEFAULT_TIMEOUT, DEFAULT_WORKERS,  # noqa: F401
                            FIX_ALL_KIND, MAX_MESSAGE_BYTES, NOTEBOOK_SELECTOR, WorkerCrashed,
@@ -272,7 +272,7 @@ class ReflintServer(LanguageServer):
         facts = server_reuse.reuse(state.text, state.facts, text, state.raw)
         if facts is None:
             return None
-        return state.raw, facts
+        return server_reuse.unbuilt_fixes(state.raw), facts
 
     def try_quick(self, uri: str) -> bool:
         """Publish the findings of the document's current text now if ``quick`` knows
@@ -566,6 +566,24 @@ class ReflintServer(LanguageServer):
         if doc.version != state.version or doc.source != state.text:
             return None
         return state
+
+    async def build_fixes(self, state: DocState, diags: list) -> None:
+        """Build the edits of the fixes of ``diags`` that have none yet (LazyFix: the
+        analysis says a finding is fixable; its edits take libcst's own parse of the text),
+        in a worker, with the document's project."""
+        lazy = [d.fix for d in diags if isinstance(d.fix, LazyFix) and not d.fix.resolved]
+        if not lazy or state.text is None or state.settings is None:
+            return
+        try:
+            edits = await self.pool.call(
+                server_project.fix_edits, state.text, state.path, state.settings,
+                server_project.server_context(self, state, state.path),
+                [f.key for f in lazy])
+        except Exception:  # noqa: BLE001 - no edits: the action is offered without a fix
+            edits = {}
+        for f in lazy:
+            if not f.resolved:
+                f.resolve(edits.get(tuple(f.key), ()))
 
     def findings_at(self, state: DocState, rng: types.Range) -> list:
         lines = split_lines(state.text)
@@ -933,7 +951,12 @@ def create_server(workers=DEFAULT_WORKERS, debounce: float = DEFAULT_DEBOUNCE,
         lines = _LINE_SPLIT.split(state.text)
         actions = []
         if want_quick:
-            for d in ls.findings_at(state, params.range):
+            found = ls.findings_at(state, params.range)
+            text = state.text
+            await ls.build_fixes(state, found)
+            if ls.current(uri) is not state or state.text != text:
+                return None  # the document changed meanwhile: its actions are asked again
+            for d in found:
                 lsp_diag = ls.to_lsp(d, state.text, uri)
                 if d.fix is not None:
                     unsafe = d.fix.applicability != SAFE

@@ -538,8 +538,22 @@ def fix(text: str, path: str, settings, ctx: Optional[dict]) -> tuple:
     """``reflint.server_worker.fix_text`` with the document's project active."""
     from . import server_worker
 
+    return _with_project(server_worker.fix_text, text, path, settings, ctx)
+
+
+def fix_edits(text: str, path: str, settings, ctx: Optional[dict], keys: list) -> dict:
+    """``reflint.server_worker.fix_edits`` with the document's project active (the findings
+    whose fixes are asked for may come from its facts)."""
+    from . import server_worker
+
+    return _with_project(server_worker.fix_edits, text, path, settings, ctx, keys)
+
+
+def _with_project(fn, text: str, path: str, settings, ctx: Optional[dict], *args):
+    """``fn(text, path, settings, *args)`` with the project of ``ctx`` active (the document's
+    ``text`` in its place), or alone without one."""
     if not ctx or not ctx.get("root"):
-        return server_worker.fix_text(text, path, settings)
+        return fn(text, path, settings, *args)
     buffers = dict(ctx.get("buffers") or {})
     buffers[os.path.abspath(path)] = text
     with _LOCK:
@@ -551,7 +565,7 @@ def fix(text: str, path: str, settings, ctx: Optional[dict]) -> tuple:
 
         _project.activate(project)
         try:
-            return server_worker.fix_text(text, path, settings)
+            return fn(text, path, settings, *args)
         finally:
             _project.activate(None)
 

@@ -18,6 +18,8 @@ diagnostics with ``reflint check`` on the edited text.
 
 from __future__ import annotations
 
+import dataclasses
+
 import re
 from typing import Optional
 
@@ -99,10 +101,24 @@ def touched_lines(diags: list) -> set:
         lines.update(range(d.line, max(d.end_line or d.line, d.line) + 1))
         if d.related is not None:
             lines.add(d.related.line)
-        if d.fix is not None:
+        if d.fix is not None and getattr(d.fix, "resolved", True):
             for e in d.fix.edits:
                 lines.update(range(e.line, max(e.end_line or e.line, e.line) + 1))
     return lines
+
+
+def unbuilt_fixes(diags: list) -> list:
+    """``diags`` for another text with the same findings: a fix whose edits were not built
+    yet gets a copy of its own (built from that text when a code action asks for it), so
+    that the findings of the two texts share no fix that could be built from the wrong
+    one. (A built fix is kept: ``reuse`` checked that the edit touches none of its lines.)"""
+    out = []
+    for d in diags:
+        fix = d.fix
+        if fix is not None and not getattr(fix, "resolved", True):
+            d = dataclasses.replace(d, fix=fix.unbuilt())
+        out.append(d)
+    return out
 
 
 def reuse(old: str, facts: Optional[list], new: str, diags: list) -> Optional[list]:

@@ -14,13 +14,19 @@ from typing import Optional
 
 def lint_text(text: str, path: str, settings) -> list:
     """The diagnostics of ``text`` as ``reflint check`` reports them for a file ``path``
-    with these bytes (``reflint.cli._lint_task``: a failure is a REF903, not an exception)."""
+    with these bytes (``reflint.cli._lint_task``: a failure is a REF903, not an exception).
+
+    A fix's edits are not built (they take libcst's own parse and a second analysis): its
+    message and applicability are known, the edits come from ``fix_edits`` when a code
+    action asks for them (a LazyFix). A notebook's findings keep built fixes (the server
+    maps them onto its cells)."""
     from .engine import internal_error, lint_source
 
     enabled = gc.isenabled()
     gc.disable()  # as in the CLI: a syntax tree is many young objects without cycles
     try:
-        return lint_source(text, path, settings).diagnostics
+        return lint_source(text, path, settings,
+                           lazy_fixes=not path.endswith(".ipynb")).diagnostics
     except Exception as e:  # noqa: BLE001 - one bad text must not stop the server
         return [internal_error(path, e)]
     finally:
@@ -43,6 +49,26 @@ def analyse_notebook(program: str, path: str, settings) -> tuple:
     if not program.strip():
         return [], None
     return analyse_text(program, path, settings)
+
+
+def fix_edits(text: str, path: str, settings, keys: list) -> dict:
+    """{key: the edits of the fix of the finding ``key`` (line, column, code) of ``text``}
+    for a LazyFix of ``lint_text``; a finding without a fix (or gone) maps to ()."""
+    from .engine import FixSource
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        source = FixSource(text, path, settings)
+        out = {}
+        for key in keys:
+            fix = source.fix_for(tuple(key))
+            out[tuple(key)] = tuple(fix.edits) if fix is not None else ()
+        return out
+    finally:
+        if enabled:
+            gc.enable()
+            gc.collect(0)
 
 
 def fix_text(text: str, path: str, settings) -> tuple:

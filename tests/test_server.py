@@ -98,6 +98,32 @@ async def test_open_diagnose_quick_fix_and_clean(client, tmp_path):
     assert await published(client, uri, 2) == []
 
 
+async def test_quick_fix_after_a_comment_keystroke_is_built_for_the_text_now(client,
+                                                                           tmp_path):
+    """The findings of a comment keystroke are the published ones (not analysed again) and
+    their fixes are built when a code action asks, from the text the editor has then: the
+    edit applies to that text, the comment kept."""
+    uri = _uri(tmp_path, "c.py", BUGGY)
+    open_doc(client, uri, BUGGY)
+    await published(client, uri, 1)
+    await asyncio.sleep(0.5)  # the line facts arrive from a worker
+    line = BUGGY.split("\n")[6]
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=6, character=len(line)),
+                              end=types.Position(line=6, character=len(line))),
+            text="  # sum")]))
+    text = BUGGY.replace(line, line + "  # sum")
+    diags = await published(client, uri, 2)
+    assert [d.code for d in diags] == ["REF007"]
+    fix = next(a for a in await _actions(client, uri, diags[0].range)
+               if a.title == "Read the ref with [...]")
+    assert fix.edit.document_changes[0].text_document.version == 2
+    assert apply_edits(text, workspace_edits(fix.edit, uri)) == \
+        text.replace("jnp.sum(r)", "jnp.sum(r[...])")
+
+
 async def test_related_information_is_where_the_ref_was_created(client, tmp_path):
     uri = _uri(tmp_path, "r.py", RETURNED)
     open_doc(client, uri, RETURNED)
