@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import api
+from .astwalk import children as _children
+from .astwalk import walk as _walk
 
 
 @dataclass(frozen=True)
@@ -357,7 +359,7 @@ def _bound_names(fn) -> set:
     """Every name a function binds anywhere in its body (nested scopes included), besides its
     own parameters: a name it binds is not the module's."""
     out: set = set()
-    for n in ast.walk(fn):
+    for n in _walk(fn):
         if n is fn:
             continue
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
@@ -531,7 +533,7 @@ class _Extractor:
         assigned: dict = {}  # name -> the value of a `name = <value>` assignment
         others: set = set()  # names bound otherwise: parameters, defs, imports, globals
         for root in body:
-            for n in ast.walk(root):
+            for n in _walk(root):
                 t = type(n)
                 if t is ast.Call:
                     calls.append(n)
@@ -612,7 +614,7 @@ class _Extractor:
 
     def decorators_of(self, fn) -> None:
         for d in fn.decorator_list:
-            for node in ast.walk(d):
+            for node in _walk(d):
                 if isinstance(node, ast.Call):
                     for target, arg in self.targets(node, set()):
                         got = self.function_arg(arg, set())
@@ -625,7 +627,7 @@ class _Extractor:
     @staticmethod
     def rebound_params(fn) -> set:
         out = set()
-        for n in ast.walk(fn):
+        for n in _walk(fn):
             if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
                 out.add(n.id)
         return out
@@ -663,7 +665,7 @@ def _imports(tree: ast.Module, s: ModuleSummary) -> None:
         elif isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete)):
             targets = st.targets if isinstance(st, (ast.Assign, ast.Delete)) else [st.target]
             for t in targets:
-                for n in ast.walk(t):
+                for n in _walk(t):
                     if isinstance(n, ast.Name):
                         s.aliases.pop(n.id, None)
 
@@ -917,7 +919,7 @@ def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
                 n = (a.asname or a.name).split(".")[0]
                 stores[n] = stores.get(n, 0) + 1
             continue
-        for n in ast.walk(st):
+        for n in _walk(st):
             if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
                 stores[n.id] = stores.get(n.id, 0) + 1
         if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
@@ -926,10 +928,11 @@ def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
                 for name, value in _pairs(targets[0], st.value):
                     if _is_ctor(value, aliases, set()):
                         ctor_line[name] = st.lineno
+    declared = "global" in source or "nonlocal" in source
     for name, line in ctor_line.items():
-        if stores.get(name) == 1 and \
-                re.search(r"\b(?:global|nonlocal)\b[^\n]*\b" + re.escape(name) + r"\b",
-                          source) is None:
+        if stores.get(name) == 1 and (not declared or re.search(
+                r"\b(?:global|nonlocal)\b[^\n]*\b" + re.escape(name) + r"\b",
+                source) is None):
             s.ref_globals[name] = line
     out: list = []
     handed: list = []
@@ -941,7 +944,7 @@ def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
         for st in tree.body:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
-            calls = [n for n in ast.walk(st) if type(n) is ast.Call]
+            calls = [n for n in _walk(st) if type(n) is ast.Call]
             out.extend(_ref_args(calls, aliases, rebound, set(s.ref_globals)))
     for fn in tree.body:
         if not isinstance(fn, ast.FunctionDef) or stores.get(fn.name) != 1:
@@ -1001,7 +1004,7 @@ def _scan(fn) -> tuple:
                     own.append(n)
                 elif t is ast.Yield or t is ast.YieldFrom or t is ast.Await:
                     special = True
-        stack.extend((c, nested_here) for c in ast.iter_child_nodes(n))
+        stack.extend((c, nested_here) for c in _children(n))
     return stored, own, special, calls
 
 
@@ -1120,7 +1123,7 @@ def _ctor_names(own: list, aliases: dict, shadowed: set) -> dict:
                 ok = {name for name, value in _pairs(targets[0], n.value)
                       if _is_ctor(value, aliases, shadowed)}
             for tg in targets:
-                for x in ast.walk(tg):
+                for x in _walk(tg):
                     if type(x) is ast.Name:
                         ctor_names[x.id] = ctor_names.get(x.id, True) and x.id in ok
     return ctor_names
@@ -1192,14 +1195,14 @@ def _factory(fn, own: list, stored: set, s: ModuleSummary, aliases: dict,
 
 def _other_bindings(fn, name: str) -> bool:
     """``name`` is bound in ``fn`` other than as the whole target of an assignment."""
-    for n in ast.walk(fn):
+    for n in _walk(fn):
         t = type(n)
         if t is ast.For or t is ast.AsyncFor or t is ast.comprehension:
-            if any(type(x) is ast.Name and x.id == name for x in ast.walk(n.target)):
+            if any(type(x) is ast.Name and x.id == name for x in _walk(n.target)):
                 return True
         elif t is ast.withitem:
             if n.optional_vars is not None and \
-                    any(type(x) is ast.Name and x.id == name for x in ast.walk(n.optional_vars)):
+                    any(type(x) is ast.Name and x.id == name for x in _walk(n.optional_vars)):
                 return True
         elif t is ast.NamedExpr:
             if n.target.id == name:
@@ -1208,7 +1211,7 @@ def _other_bindings(fn, name: str) -> bool:
             if n.name == name:
                 return True
         elif t is ast.Delete:
-            if any(type(x) is ast.Name and x.id == name for x in ast.walk(n)):
+            if any(type(x) is ast.Name and x.id == name for x in _walk(n)):
                 return True
         elif t is ast.Global or t is ast.Nonlocal:
             if name in n.names:
