@@ -6,7 +6,7 @@ from reflint.rule import Finding, Rule
 from reflint.values import (ArrayVal, ClassVal, DictVal, InstanceVal, NamespaceVal, QN, RefVal,
                             SeqVal, iter_refs)
 
-from ._common import nnx_words, parents_of, role_word
+from ._common import nnx_words, role_word
 
 cst = lazy("libcst")
 _analysis = lazy("reflint.analysis")
@@ -289,14 +289,7 @@ def _traced_ahead_of_time_only(analysis, func, kinds) -> bool:
     roles = [r for r in func.roles.values() if r.kind in LEAK_KINDS]
     if not roles or not {k for k in kinds if k in LEAK_KINDS} <= {r.kind for r in roles}:
         return False
-    parents = parents_of(analysis)
-    for role in roles:
-        attr = parents.get(id(role.node))
-        call = parents.get(id(attr))
-        if not (isinstance(attr, cst.Attribute) and attr.attr.value in api.AOT_METHODS
-                and isinstance(call, cst.Call) and call.func is attr):
-            return False
-    return True
+    return all(analysis.aot_call_of(role.node) is not None for role in roles)
 
 
 def _same_trace(analysis, scope, func) -> bool:

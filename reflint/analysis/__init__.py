@@ -55,6 +55,7 @@ from .facts import (  # noqa: F401
     ItemWrite,
     KernelEntry,
     KernelLaunch,
+    AotCall,
     MutatingCall,
     Param,
     PlainCall,

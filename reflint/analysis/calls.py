@@ -42,6 +42,7 @@ from .facts import (
     Freeze,
     FunctionInfo,
     KernelLaunch,
+    AotCall,
     MutatingCall,
     PlainCall,
     RefAccess,
@@ -77,11 +78,14 @@ class CallsMixin:
     def _eval_call(self, node: cst.Call, state: _State) -> Optional[Value]:
         fv = self._eval(node.func, state)
         args = self._eval_args(node, state)
-        if type(node.func) is cst.Attribute and node.func.attr.value in MUTATING_METHODS:
-            receiver = self._values.get(id(node.func.value))
-            if not isinstance(receiver, (QN, RefVal, FuncVal, ClassVal)):
-                self._sink.add(MutatingCall(node, receiver, node.func.attr.value,
-                                            self._func))
+        if type(node.func) is cst.Attribute:
+            method = node.func.attr.value
+            if method in MUTATING_METHODS:
+                receiver = self._values.get(id(node.func.value))
+                if not isinstance(receiver, (QN, RefVal, FuncVal, ClassVal)):
+                    self._sink.add(MutatingCall(node, receiver, method, self._func))
+            elif method in api.AOT_METHODS:
+                self._sink.add(AotCall(node, node.func.value))
         if fv is None and type(node.func) is cst.Attribute and \
                 node.func.attr.value in api.ARRAY_RESULT_METHODS and \
                 isinstance(self._values.get(id(node.func.value)), ArrayVal):

@@ -285,6 +285,16 @@ class MutatingCall:
 
 
 @dataclass(eq=False)
+class AotCall:
+    """``wrapped.lower(...)``, ``.trace(...)``, ``.eval_shape(...)`` (api.AOT_METHODS): a
+    transformed function traced ahead of time; ``receiver`` is the expression before the
+    method (``jax.jit(f)``)."""
+
+    call: cst.Call
+    receiver: cst.CSTNode
+
+
+@dataclass(eq=False)
 class KernelEntry:
     """A local function given to a Pallas entry point as its kernel / body (``callee`` is the
     registry's description of how the API calls it)."""
@@ -367,6 +377,7 @@ class Facts:
         AttributeWrite: "attribute_writes",
         ItemWrite: "item_writes",
         MutatingCall: "mutating_calls",
+        AotCall: "aot_calls",
         KernelEntry: "kernel_entries",
         KernelLaunch: "kernel_launches",
         TracedConstructor: "traced_constructors",

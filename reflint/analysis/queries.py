@@ -51,6 +51,13 @@ class QueriesMixin:
         (syntax.SyntaxIndex)."""
         return self.cached("syntax index", lambda: SyntaxIndex(self.module))
 
+    def aot_call_of(self, node: cst.CSTNode) -> Optional[cst.Call]:
+        """The call ``node.lower(...)`` / ``.trace(...)`` / ``.eval_shape(...)`` whose receiver
+        is ``node`` (api.AOT_METHODS), if the module has one."""
+        calls = self.cached("aot calls", lambda: {id(c.receiver): c.call
+                                                   for c in self.aot_calls})
+        return calls.get(id(node))
+
     def function_of(self, node: cst.CSTNode) -> Optional[FunctionInfo]:
         return self.functions.get(id(node))
 
