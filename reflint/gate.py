@@ -808,7 +808,10 @@ class Verdict:
 
     def may_fire(self, code: str) -> bool:
         """Rule ``code`` may report: any rule where there are refs; without, only a rule of
-        REFLESS_RULES whose answer is not no."""
+        REFLESS_RULES whose answer is not no. REF023's answer is syntax, asked in every
+        file: no dropped update, no finding, refs or not."""
+        if code == "REF023" and self.discarded is False:
+            return False
         if self.refs:
             return True
         answer = REFLESS_RULES.get(code)
@@ -902,12 +905,12 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
         if any(_unavailable(qn, version) for qn in qns):
             unavailable = True
     # An answer not asked for (an earlier one was yes) stays None: unknown.
+    # REF023: an update dropped by an expression statement (syntax only: answered even
+    # where there are refs, which make every other rule a maybe).
     v = Verdict(refs=refs, unavailable=unavailable and "REF015" in enabled, leak=None,
-                array_item=None, discarded=None)
+                array_item=None, discarded=w.discarded and "REF023" in enabled)
     if refs or (v.unavailable and not complete):
         return v
-    # REF023: an update dropped by an expression statement (syntax only).
-    v.discarded = w.discarded and "REF023" in enabled
     if v.discarded and not complete:
         return v
     v.leak = False
