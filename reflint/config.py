@@ -17,14 +17,13 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import jaxversion
+from ._lazy import lazy
 from .limits import DEFAULT_MAX_FILE_SIZE
 from .settings import (DEFAULT_EXCLUDE, Settings, default_select,
                        expand_codes, parse_version)
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+# Imported when a configuration is read.
+tomllib = lazy("tomllib" if sys.version_info >= (3, 11) else "tomli")
 
 KNOWN_KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "exclude",
               "extend-exclude", "target-jax-version", "max-file-size", "unsafe-fixes",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -181,6 +180,8 @@ def format_concise(diags) -> str:
 
 
 def format_json(diags) -> str:
+    import json
+
     return json.dumps([d.to_json() for d in diags], indent=2) + "\n"
 
 
@@ -351,6 +352,8 @@ def format_sarif(diags, version: str = "") -> str:
             "results": results,
         }],
     }
+    import json
+
     return json.dumps(log, indent=2) + "\n"
 
 
@@ -375,6 +378,8 @@ def statistics_rows(diags) -> list:
 
 
 def format_statistics_json(diags) -> str:
+    import json
+
     return json.dumps(statistics_rows(diags), indent=2) + "\n"
 
 
@@ -399,6 +404,8 @@ def format_gitlab(diags) -> str:
             "location": {"path": path.replace(os.sep, "/"),
                          "lines": {"begin": d.line, "end": max(d.line, d.end_line or 0)}},
         })
+    import json
+
     return json.dumps(out, indent=2) + "\n"
 
 

@@ -21,7 +21,6 @@ without one every file is analysed on its own, as before.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from typing import Optional
@@ -736,6 +735,8 @@ class ProjectView:
     def digest(self) -> str:
         """A digest of every fact this module reads from the project (its cache key)."""
         if self._digest is None:
+            import hashlib
+
             self._digest = hashlib.sha256(repr(self._reads()).encode()).hexdigest() \
                 if self._reads() else ""
         return self._digest
