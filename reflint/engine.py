@@ -117,8 +117,11 @@ class _Triggers:
     def __init__(self, singles: list, conjunctions: list):
         self.single = Prefilter("|".join(f"(?:{p})" for p in singles)) if singles else None
         parts: dict = {}
-        self.conjunctions = [[parts.setdefault(p, Prefilter(p)) for p in c]
-                             for c in conjunctions]
+        for c in conjunctions:  # one Prefilter per regex, however many rules share it
+            for p in c:
+                if p not in parts:
+                    parts[p] = Prefilter(p)
+        self.conjunctions = [[parts[p] for p in c] for c in conjunctions]
 
     def search(self, text: str) -> bool:
         if self.single is not None and self.single.search(text):
@@ -153,20 +156,23 @@ class Prefilter:
     run only in small windows around the literal's occurrences when the regex has a bounded
     width and no lookaround: a window extends one full match width on both sides, so any match
     containing the occurrence lies inside it, and so does the character after it (for word
-    boundaries). The answer is exactly the regex's (a test compares them on random texts)."""
+    boundaries). The answer is exactly the regex's (a test compares them on random texts).
+    The regex is compiled when a text first needs it (most files have none of the literals)."""
 
     def __init__(self, pattern: Optional[str]):
         self.pattern = pattern
-        self.regex = re.compile(pattern) if pattern is not None else None
+        self._regex = None
         self.literals: Optional[list] = None
         self.window: Optional[int] = None
         if pattern is None:
             return
         try:
             parsed = _sre_p.parse(pattern)
+            ignorecase = parsed.state.flags & re.IGNORECASE
         except Exception:  # noqa: BLE001 - internals moved: fall back to the plain regex
+            self.regex  # noqa: B018 - an invalid pattern fails here, as re.compile would
             return
-        if self.regex.flags & re.IGNORECASE:
+        if ignorecase:
             return
         lits = _required_literals(parsed.data if hasattr(parsed, "data") else list(parsed))
         if not lits:
@@ -181,25 +187,34 @@ class Prefilter:
         if hi < 1000 and not _has_lookaround(parsed):
             self.window = hi
 
+    @property
+    def regex(self):
+        """The compiled pattern (None without one)."""
+        if self._regex is None and self.pattern is not None:
+            self._regex = re.compile(self.pattern)
+        return self._regex
+
     def search(self, text: str):
         """Truthy if ``text`` may produce a finding."""
-        rx = self.regex
-        if rx is None:
+        if self.pattern is None:
             return True
         lits = self.literals
         if lits is None:
-            return rx.search(text)
+            return self.regex.search(text)
         w = self.window
         if w is None:
             for lit in lits:
                 if lit in text:
-                    return rx.search(text)
+                    return self.regex.search(text)
             return None
         size = len(text)
+        rx = None
         for lit in lits:
             i = text.find(lit)
             n = len(lit)
             while i >= 0:
+                if rx is None:
+                    rx = self.regex
                 end = i + n + w
                 m = rx.search(text, max(0, i - w), end)
                 # A match ending at a cut window edge may be an artefact of the cut (``\b``
