@@ -19,7 +19,10 @@ from __future__ import annotations
 import re
 import enum
 from dataclasses import dataclass
-from typing import Optional
+
+_TYPING = False
+if _TYPING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ import gc
 import os
 import stat
 import sys
-from typing import Optional
 
 from . import __version__
 from .codes import CODES, META_CODES
@@ -24,6 +23,10 @@ from .discovery import (NOTEBOOK_SUFFIX, PYTHON_SUFFIXES, Unfit, UsageError, dis
 from ._lazy import lazy
 from .rule import all_rules, rule_by_code
 from .settings import DEFAULT_EXCLUDE, DEFAULT_TARGET_JAX_VERSION, Settings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 # Imported when first used: a check of files without findings reads no notebook, writes no
 # report and forks no child (reflint.isolate).

@@ -14,13 +14,16 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from typing import Optional
 
 from . import jaxversion
 from ._lazy import lazy
 from .limits import DEFAULT_MAX_FILE_SIZE
 from .settings import (DEFAULT_EXCLUDE, Settings, default_select,
                        expand_codes, parse_version)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 # Imported when a configuration is read.
 tomllib = lazy("tomllib" if sys.version_info >= (3, 11) else "tomli")

@@ -10,10 +10,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Optional
 
 from .config import Resolver
 from .settings import DEFAULT_EXCLUDE, Settings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 
 class UsageError(Exception):

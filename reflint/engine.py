@@ -11,7 +11,6 @@ import re
 import sys
 import tokenize
 from dataclasses import dataclass, field, replace
-from typing import Optional
 
 from . import limits
 from ._lazy import lazy
@@ -19,6 +18,10 @@ from .codes import CODES, META_CODES
 from .diagnostics import Diagnostic, LazyFix
 from .rule import all_rules
 from .settings import Settings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 # libcst, the analysis and the fast tree are imported when a file first needs them: a file
 # the pre-filter rules out (and `reflint --version`) never pays for them.

@@ -16,10 +16,13 @@ import functools
 import os
 import re
 import sys
-from typing import Optional
 
 from ._lazy import lazy
 from .settings import DEFAULT_TARGET_JAX_VERSION, SUPPORTED_JAX_VERSIONS, parse_version
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 # Imported when a pyproject.toml is read.
 tomllib = lazy("tomllib" if sys.version_info >= (3, 11) else "tomli")

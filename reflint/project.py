@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
 
 from . import api
 from .summary import ModuleSummary, Target, module_name, summarize, summarize_calls
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 MAX_ROUNDS = 12  # fixpoint rounds over the wrappers (chains longer than this stay unknown)
 MAX_ALIAS_DEPTH = 16

@@ -31,9 +31,12 @@ import ast
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 from . import api
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 
 @dataclass(frozen=True)
