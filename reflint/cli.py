@@ -1100,8 +1100,58 @@ def cmd_run(args, rest) -> int:
     return runtime_main([args.script] + rest)
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, asking the terminal's width only when it formats text: argparse
+    makes one per option while the parser is built, and the width costs importing shutil
+    (~3 ms of a check's start-up)."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        super().__init__(prog, indent_increment, max_help_position,
+                         width=0 if width is None else width)
+        # (max_help_position, indent_increment) until the width is asked for
+        self._pending = None if width is not None else (max_help_position, indent_increment)
+
+    def _resolve(self) -> None:
+        import shutil
+
+        max_help_position, indent_increment = self._pending
+        self._pending = None
+        width = shutil.get_terminal_size().columns - 2  # as argparse.HelpFormatter
+        self._width_ = width
+        self._max_help_position_ = min(max_help_position,
+                                       max(width - 20, indent_increment * 2))
+
+    @property
+    def _width(self):
+        if getattr(self, "_pending", None) is not None:
+            self._resolve()
+        return self._width_
+
+    @_width.setter
+    def _width(self, value):
+        self._width_ = value
+
+    @property
+    def _max_help_position(self):
+        if getattr(self, "_pending", None) is not None:
+            self._resolve()
+        return self._max_help_position_
+
+    @_max_help_position.setter
+    def _max_help_position(self, value):
+        self._max_help_position_ = value
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser (its subcommands' parsers too) with the lazy _HelpFormatter."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="reflint", description="Find misuse of JAX mutable array "
+    p = _Parser(prog="reflint", description="Find misuse of JAX mutable array "
                                 "references (jax.new_ref, jax.Ref, jax.freeze).")
     p.add_argument("--version", action="version", version=f"reflint {__version__}")
     sub = p.add_subparsers(dest="command")
