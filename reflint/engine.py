@@ -13,7 +13,7 @@ import tokenize
 from dataclasses import dataclass, field, replace
 
 from . import limits
-from ._lazy import lazy
+from ._lazy import lazy, lazy_re
 from .codes import CODES, META_CODES
 from .diagnostics import Diagnostic, LazyFix
 from .rule import all_rules
@@ -49,13 +49,13 @@ NOT_CHECKED = "REF904"
 # positions and without fixes.
 LIBCST_MAX_DEPTH = 400
 # flake8's suppression syntax (bare, with codes "A1, B2", upper case), also without the space.
-_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
+_NOQA = lazy_re(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 _NOQA_HINT = re.compile(r"noqa", re.I)
 # A noqa comment that may name a REF code (a superset of _NOQA's matches that have one).
-_REF_NOQA_HINT = re.compile(r"noqa\s*:.*?ref", re.I)
-_CODE = re.compile(r"[A-Z]+[0-9]+", re.I)
-_SKIP_FILE = re.compile(r"^[ \t]*#\s*reflint:\s*skip-file\s*$", re.M)
-_LINE_SPLIT = re.compile(r"\r\n|\r|\n")
+_REF_NOQA_HINT = lazy_re(r"noqa\s*:.*?ref", re.I)
+_CODE = lazy_re(r"[A-Z]+[0-9]+", re.I)
+_SKIP_FILE = lazy_re(r"^[ \t]*#\s*reflint:\s*skip-file\s*$", re.M)
+_LINE_SPLIT = lazy_re(r"\r\n|\r|\n")
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
@@ -381,12 +381,12 @@ def _rejected(source: str, path: str, error: BaseException) -> Diagnostic:
     return parse_error(path, f"cannot parse file: {type(error).__name__}: {error}")
 
 
-_NEWER = [
-    (re.compile(r"^\s*type\s+\w+\s*(\[.*\])?\s*="), "a `type` alias statement (PEP 695)", (3, 12)),
-    (re.compile(r"^\s*(async\s+)?def\s+\w+\s*\["), "type parameters on a function (PEP 695)",
+_NEWER = [  # compiled when a syntax error is reported
+    (lazy_re(r"^\s*type\s+\w+\s*(\[.*\])?\s*="), "a `type` alias statement (PEP 695)", (3, 12)),
+    (lazy_re(r"^\s*(async\s+)?def\s+\w+\s*\["), "type parameters on a function (PEP 695)",
      (3, 12)),
-    (re.compile(r"^\s*class\s+\w+\s*\["), "type parameters on a class (PEP 695)", (3, 12)),
-    (re.compile(r"\bexcept\s+[^:*]+,[^:]+:"), "`except` with several types and no "
+    (lazy_re(r"^\s*class\s+\w+\s*\["), "type parameters on a class (PEP 695)", (3, 12)),
+    (lazy_re(r"\bexcept\s+[^:*]+,[^:]+:"), "`except` with several types and no "
      "parentheses (PEP 758)", (3, 14)),
 ]
 

@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-from ._lazy import lazy
+from ._lazy import lazy, lazy_re
 from .settings import DEFAULT_TARGET_JAX_VERSION, SUPPORTED_JAX_VERSIONS, parse_version
 
 TYPE_CHECKING = False
@@ -28,8 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs
 tomllib = lazy("tomllib" if sys.version_info >= (3, 11) else "tomli")
 
 # `jax`, `jax[cuda12]`, `JAX` — not `jaxlib`, `jax-foo`, `jaxtyping`.
-_REQ = re.compile(r"^\s*jax\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#]*)", re.I)
-_CLAUSE = re.compile(r"^\s*(?P<op>===|==|~=|>=|<=|!=|>|<|\^|~)?\s*(?P<v>[0-9][0-9.]*)")
+_REQ = lazy_re(r"^\s*jax\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#]*)", re.I)
+_CLAUSE = lazy_re(r"^\s*(?P<op>===|==|~=|>=|<=|!=|>|<|\^|~)?\s*(?P<v>[0-9][0-9.]*)")
 
 
 def _version(text: str) -> Optional[tuple]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 
+from ._lazy import lazy_re
 from .diagnostics import SAFE
 
 
@@ -21,12 +21,12 @@ def _c(text: str, code: str, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
 
-_LINES = re.compile(r"\r\n|\r|\n")
+_LINES = lazy_re(r"\r\n|\r|\n")
 # Characters a terminal acts on: C0 controls but tab, DEL, C1 controls, and the bidirectional
 # overrides and isolates ("Trojan source"). Text outputs show each as one visible character
 # (a control picture, or U+FFFD), so a file, a path or a cached message cannot move the
 # cursor, recolour or reorder the output, and code-frame carets stay aligned.
-_CONTROLS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = lazy_re("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _picture(m) -> str:

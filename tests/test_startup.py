@@ -164,3 +164,17 @@ def test_help_is_formatted_at_the_terminal_width_as_argparse_does(monkeypatch):
         text = check.format_help()
         check.formatter_class = argparse.HelpFormatter
         assert check.format_help() == text
+
+
+def test_lazy_pattern_behaves_like_the_compiled_pattern():
+    import re
+
+    from reflint._lazy import lazy_re
+
+    rx = lazy_re(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+))?", re.I)
+    assert "search" not in vars(rx)  # not compiled yet
+    compiled = re.compile(rx.pattern, re.I)
+    for text in ("x = 1  # NOQA: ref001", "# noqa", "nothing"):
+        assert repr(rx.search(text)) == repr(compiled.search(text))
+    assert rx.flags == compiled.flags and rx.groupindex == compiled.groupindex
+    assert rx.split("a#noqa b") == compiled.split("a#noqa b")
