@@ -54,3 +54,35 @@ def loaded(target: str) -> bool:
     """Whether the lazy stand-in for ``target`` has imported it yet (tests use this)."""
     mod = _MODULES.get(target)
     return mod is not None and "_lazy_loaded" in mod.__dict__
+
+
+class LazyPattern:
+    """``re.compile(pattern, flags)``, compiled when first used: a module's patterns that a
+    run never needs (a check of files without noqa comments or syntax errors) cost nothing at
+    import. Its methods and attributes are the compiled pattern's, copied in at the first
+    use: from then on ``rx.search`` is an ordinary attribute read."""
+
+    _ATTRIBUTES = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn",
+                   "split", "scanner", "pattern", "flags", "groups", "groupindex")
+
+    def __init__(self, pattern, flags: int = 0):
+        self._spec = (pattern, flags)
+
+    def __getattr__(self, attr: str):
+        # Called only for names not (yet) in this object's namespace.
+        if attr.startswith("__") or attr == "_spec":
+            raise AttributeError(attr)
+        import re
+
+        rx = re.compile(*self._spec)
+        for name in self._ATTRIBUTES:
+            self.__dict__[name] = getattr(rx, name)
+        return getattr(rx, attr)
+
+    def __repr__(self) -> str:
+        return f"lazy re.compile({self._spec[0]!r}, {self._spec[1]!r})"
+
+
+def lazy_re(pattern, flags: int = 0) -> LazyPattern:
+    """``re.compile(pattern, flags)``, compiled when first used (LazyPattern)."""
+    return LazyPattern(pattern, flags)

@@ -16,10 +16,14 @@ section 2e (and docs/jax-versions.md for 0.11 and later).
 
 from __future__ import annotations
 
-import re
 import enum
 from dataclasses import dataclass
-from typing import Optional
+
+from ._lazy import lazy_re
+
+_TYPING = False
+if _TYPING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 
 # --------------------------------------------------------------------------------------------
@@ -1078,8 +1082,8 @@ NON_REF_RESULT_METHODS = frozenset({
 # `nnx.to_refs`, `nnx.var_defaults(ref=True)` ...): in a file that mentions them, a Variable
 # may hold a ref, does arithmetic, and writes through `.at[i].set(v)` on JAX 0.12 (flax
 # 0.12.12, measured): REF023's evidence from uses is not taken there.
-NNX_REF_MODE = re.compile(r"\b(?:use_refs|to_refs|var_defaults|vars_as|with_vars|new_ref|"
-                          r"mutable_array|array_ref|Ref)\b|\bref\s*=\s*True")
+NNX_REF_MODE = lazy_re(r"\b(?:use_refs|to_refs|var_defaults|vars_as|with_vars|new_ref|"
+                       r"mutable_array|array_ref|Ref)\b|\bref\s*=\s*True")
 
 
 # Array functions (of JAX_ARRAY_MODULES) whose result is a tuple/list of Arrays:

@@ -6,29 +6,31 @@ Exit codes: 0 no findings, 1 findings, 2 usage, configuration or internal error.
 from __future__ import annotations
 
 import argparse
-import difflib
 import gc
-import json
 import os
 import stat
 import sys
-from typing import Optional
 
-from . import __version__, isolate
+from . import __version__
 from .codes import CODES, META_CODES
 from .config import ConfigError, Resolver, overrides_from_args, show_settings
-from .diagnostics import LazyFix
-from .engine import FileResult, attach_fix_source, lint_bytes
+from .engine import FileResult, attach_fix_source, lint_bytes, ruled_out_by_text
 from .engine import decode, lint_source
 from .engine import INTERNAL_ERROR, internal_error, not_checked
-from .discovery import (PYTHON_SUFFIXES, Unfit, UsageError, discover,  # noqa: F401
-                        excluded_with_parents, is_lintable_name, read_source_file, unfit)
-from .output import (format_concise, format_github, format_gitlab, format_json, format_junit,
-                     format_pylint, format_sarif, format_statistics, format_statistics_json,
-                     format_text, summary_line, use_color)
-from . import notebook
+from .discovery import (NOTEBOOK_SUFFIX, PYTHON_SUFFIXES, Unfit, UsageError, discover,  # noqa: F401
+                        excluded_with_parents, is_lintable_name, is_notebook,
+                        read_source_file, unfit)
+from ._lazy import lazy
 from .rule import all_rules, rule_by_code
 from .settings import DEFAULT_EXCLUDE, DEFAULT_TARGET_JAX_VERSION, Settings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
+
+# Imported when first used: a check of files without findings reads no notebook, writes no
+# report and forks no child (reflint.isolate).
+notebook = lazy("reflint.notebook")
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -71,7 +73,7 @@ def _lint_task(task) -> tuple:
     the analysis ("analysed")."""
     index, path, data = task
     settings = _WORKER_SETTINGS if _WORKER_SETTINGS is not None else Settings()
-    if notebook.is_notebook(path):
+    if is_notebook(path):
         try:
             return index, notebook.lint(data, path, settings).diagnostics, True, "analysed"
         except (Exception, RecursionError, MemoryError) as e:  # noqa: BLE001 - one file
@@ -185,11 +187,41 @@ def _run_tasks(tasks: list, settings: Settings, jobs: int):
             return
         tasks = list(pending.values())
     _init_worker(settings)
-    # One forked child checks the files in turn; a crash costs only its file (isolate).
+    # A file the textual pre-filter rules out never reaches libcst's native parser: it is
+    # checked here. One forked child checks the others in turn; a crash costs only its file
+    # (isolate). So a run over files without ref code forks no child.
+    rest = []
+    for t in tasks:
+        res = _ruled_out_task(t, settings)
+        if res is None:
+            rest.append(t)
+        else:
+            yield res
+    if not rest:
+        return
     from . import isolate
 
-    for t, res in isolate.map_isolated(_lint_task, tasks):
+    for t, res in isolate.map_isolated(_lint_task, rest):
         yield res if not isinstance(res, isolate.Died) else _died_result(t, res)
+
+
+def _ruled_out_task(task, settings: Settings) -> Optional[tuple]:
+    """_lint_task's result for a file decided without libcst (engine.ruled_out_by_text: the
+    textual pre-filter rules it out and CPython's parser accepts it); None for any other file
+    (a notebook, undecodable bytes, a candidate, a syntax error, an error here)."""
+    index, path, data = task
+    if is_notebook(path):
+        return None
+    gc_enabled = gc.isenabled()
+    gc.disable()  # as in _lint_task: CPython's parse builds a tree of young objects
+    try:
+        res = ruled_out_by_text(decode(data), path, settings)
+    except (Exception, RecursionError):  # noqa: BLE001 - the child decides (and reports)
+        return None
+    finally:
+        if gc_enabled:
+            gc.enable()
+    return None if res is None else (index, res.diagnostics, True, res.stage)
 
 
 def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
@@ -276,6 +308,8 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
             key = cache.key(path, data, settings, _project_digest(path))
             diags = cache.get(key, path)
             if diags is not None:
+                from .diagnostics import LazyFix
+
                 if any(isinstance(d.fix, LazyFix) for d in diags):
                     _lazy_from_cache(diags, data, path, settings)
                 results[i] = FileResult(path, diags)
@@ -293,7 +327,7 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
         if res.diagnostics and res.source is None and i in data_of:
             try:
                 res.source = data_of[i].decode("utf-8-sig") if \
-                    notebook.is_notebook(res.path) else decode(data_of[i])
+                    is_notebook(res.path) else decode(data_of[i])
             except (SyntaxError, UnicodeDecodeError, LookupError):
                 pass
     # Work done in this run: skipped by the textual pre-filter (a syntax check only), ruled
@@ -311,6 +345,8 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
 def _lazy_from_cache(diags: list, data: bytes, path: str, settings: Settings) -> None:
     """Cached LazyFixes get their file back (and their edits now, when the output reads
     them)."""
+    from .diagnostics import LazyFix
+
     try:
         attach_fix_source(diags, decode(data), path, settings)
     except (SyntaxError, UnicodeDecodeError, LookupError):
@@ -361,6 +397,10 @@ def _emit(args, all_diags, sources, n_files, out=None) -> None:
                 return _emit(args, all_diags, sources, n_files, out=fh)
         except OSError as e:
             raise UsageError(f"--output-file {args.output_file}: {e.strerror or e}") from None
+    from .output import (format_concise, format_github, format_gitlab, format_json,
+                         format_junit, format_pylint, format_sarif, format_statistics,
+                         format_statistics_json, format_text, summary_line, use_color)
+
     out = out or sys.stdout
     fmt = args.format
     if getattr(args, "fix_only", False):
@@ -492,7 +532,7 @@ def _snapshot(paths: list) -> dict:
         for root, dirs, files in os.walk(p) if os.path.isdir(p) else [("", [], [p])]:
             dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
             for f in files:
-                if f.endswith((".py", ".pyi", notebook.SUFFIX, ".toml", ".gitignore")) or \
+                if f.endswith((".py", ".pyi", NOTEBOOK_SUFFIX, ".toml", ".gitignore")) or \
                         not root:
                     full = os.path.join(root, f)
                     try:
@@ -578,12 +618,16 @@ def _cmd_check(args) -> int:
     fixing = [(i, (res.source, res.path, settings_of.get(res.path) or
                    resolver.for_file(res.path))) for i, res in enumerate(results)
               if (args.fix or args.diff) and res.source is not None and
-              not notebook.is_notebook(res.path) and any(d.fix for d in res.diagnostics)]
+              not is_notebook(res.path) and any(d.fix for d in res.diagnostics)]
     # All the fixes in one child process (reflint.isolate): a crash costs only its file.
-    outcomes = dict(zip([i for i, _ in fixing], isolate.fix_sources([t for _, t in fixing])))
+    outcomes: dict = {}
+    if fixing:
+        from . import isolate
+
+        outcomes = dict(zip([i for i, _ in fixing], isolate.fix_sources([t for _, t in fixing])))
     for i, res in enumerate(results):
         settings = settings_of.get(res.path) or resolver.for_file(res.path)
-        if notebook.is_notebook(res.path):
+        if is_notebook(res.path):
             res = _notebook_fix(args, res, settings, roots, fix_notes, diff_text)
         elif args.fix or args.diff:
             if i in outcomes:
@@ -737,7 +781,7 @@ def _fixed_codes(before: list, after: list) -> dict:
 
 def _frame_source(res: FileResult):
     """What the code frames show: the source, or for a notebook its cells by number."""
-    if notebook.is_notebook(res.path):
+    if is_notebook(res.path):
         try:
             return notebook.cell_sources(notebook.parse(res.source))
         except notebook.NotebookError:
@@ -780,6 +824,8 @@ def _diff(before: str, after: str, path: str) -> str:
         old, new = path, path
     else:
         old, new = f"a/{rel}", f"b/{rel}"
+    import difflib
+
     return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
                                         fromfile=old, tofile=new))
 
@@ -811,8 +857,10 @@ def cmd_check_stdin(args, resolver: Resolver) -> int:
         return EXIT_OK
     if args.stdin_filename:
         _stdin_project(args, args.stdin_filename, data, resolver)
-    if notebook.is_notebook(name):
+    if is_notebook(name):
         return _notebook_stdin(args, data, name, settings)
+    from . import isolate
+
     result = isolate.lint_bytes(data, name, settings)
     if args.fix or args.diff:
         fixed_source = result.source
@@ -1028,6 +1076,8 @@ def _rules_table() -> list:
 def cmd_rules(args) -> int:
     rows = _rules_table()
     if args.format == "json":
+        import json
+
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     else:
         width = max(len(r["name"]) for r in rows)
@@ -1050,8 +1100,58 @@ def cmd_run(args, rest) -> int:
     return runtime_main([args.script] + rest)
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, asking the terminal's width only when it formats text: argparse
+    makes one per option while the parser is built, and the width costs importing shutil
+    (~3 ms of a check's start-up)."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        super().__init__(prog, indent_increment, max_help_position,
+                         width=0 if width is None else width)
+        # (max_help_position, indent_increment) until the width is asked for
+        self._pending = None if width is not None else (max_help_position, indent_increment)
+
+    def _resolve(self) -> None:
+        import shutil
+
+        max_help_position, indent_increment = self._pending
+        self._pending = None
+        width = shutil.get_terminal_size().columns - 2  # as argparse.HelpFormatter
+        self._width_ = width
+        self._max_help_position_ = min(max_help_position,
+                                       max(width - 20, indent_increment * 2))
+
+    @property
+    def _width(self):
+        if getattr(self, "_pending", None) is not None:
+            self._resolve()
+        return self._width_
+
+    @_width.setter
+    def _width(self, value):
+        self._width_ = value
+
+    @property
+    def _max_help_position(self):
+        if getattr(self, "_pending", None) is not None:
+            self._resolve()
+        return self._max_help_position_
+
+    @_max_help_position.setter
+    def _max_help_position(self, value):
+        self._max_help_position_ = value
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser (its subcommands' parsers too) with the lazy _HelpFormatter."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="reflint", description="Find misuse of JAX mutable array "
+    p = _Parser(prog="reflint", description="Find misuse of JAX mutable array "
                                 "references (jax.new_ref, jax.Ref, jax.freeze).")
     p.add_argument("--version", action="version", version=f"reflint {__version__}")
     sub = p.add_subparsers(dest="command")

@@ -14,17 +14,19 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from typing import Optional
 
 from . import jaxversion
+from ._lazy import lazy, lazy_re
 from .limits import DEFAULT_MAX_FILE_SIZE
 from .settings import (DEFAULT_EXCLUDE, Settings, default_select,
                        expand_codes, parse_version)
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
+
+# Imported when a configuration is read.
+tomllib = lazy("tomllib" if sys.version_info >= (3, 11) else "tomli")
 
 KNOWN_KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "exclude",
               "extend-exclude", "target-jax-version", "max-file-size", "unsafe-fixes",
@@ -58,7 +60,7 @@ def _split(text: Optional[str]) -> Optional[list]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
-_SIZE = re.compile(r"^\s*(\d+)\s*(|b|kb|k|mb|m|gb|g|kib|mib|gib)\s*$", re.I)
+_SIZE = lazy_re(r"^\s*(\d+)\s*(|b|kb|k|mb|m|gb|g|kib|mib|gib)\s*$", re.I)
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000 ** 2, "mb": 1000 ** 2,
           "g": 1000 ** 3, "gb": 1000 ** 3, "kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3}
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Optional
 
-from . import notebook
 from .config import Resolver
 from .settings import DEFAULT_EXCLUDE, Settings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 
 class UsageError(Exception):
@@ -26,12 +28,18 @@ def _is_venv(directory: str) -> bool:
 
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def is_notebook(path: str) -> bool:
+    """A Jupyter notebook, by its name (reflint.notebook reads it; imported only then)."""
+    return str(path).lower().endswith(NOTEBOOK_SUFFIX)
 
 
 def is_lintable_name(path: str) -> bool:
     """A file reflint checks when it is named: Python source, stub or notebook, or a file
     without a suffix whose first line is a Python shebang (a script)."""
-    if path.endswith(PYTHON_SUFFIXES) or notebook.is_notebook(path):
+    if path.endswith(PYTHON_SUFFIXES) or is_notebook(path):
         return True
     if "." in os.path.basename(path):
         return False
@@ -129,7 +137,7 @@ def discover(paths: list, resolver: Optional[Resolver] = None, force_exclude: bo
                         gitignore.read_rules(os.path.abspath(full))
             dirs[:] = kept
             for f in sorted(files):
-                if f.endswith((".py", ".pyi", notebook.SUFFIX)):
+                if f.endswith((".py", ".pyi", NOTEBOOK_SUFFIX)):
                     path = os.path.normpath(os.path.join(root, f))
                     if settings.is_excluded(path):
                         note_excluded(path, settings)

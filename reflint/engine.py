@@ -11,14 +11,17 @@ import re
 import sys
 import tokenize
 from dataclasses import dataclass, field, replace
-from typing import Optional
 
 from . import limits
-from ._lazy import lazy
+from ._lazy import lazy, lazy_re
 from .codes import CODES, META_CODES
 from .diagnostics import Diagnostic, LazyFix
 from .rule import all_rules
 from .settings import Settings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 # libcst, the analysis and the fast tree are imported when a file first needs them: a file
 # the pre-filter rules out (and `reflint --version`) never pays for them.
@@ -46,13 +49,13 @@ NOT_CHECKED = "REF904"
 # positions and without fixes.
 LIBCST_MAX_DEPTH = 400
 # flake8's suppression syntax (bare, with codes "A1, B2", upper case), also without the space.
-_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
+_NOQA = lazy_re(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 _NOQA_HINT = re.compile(r"noqa", re.I)
 # A noqa comment that may name a REF code (a superset of _NOQA's matches that have one).
-_REF_NOQA_HINT = re.compile(r"noqa\s*:.*?ref", re.I)
-_CODE = re.compile(r"[A-Z]+[0-9]+", re.I)
-_SKIP_FILE = re.compile(r"^[ \t]*#\s*reflint:\s*skip-file\s*$", re.M)
-_LINE_SPLIT = re.compile(r"\r\n|\r|\n")
+_REF_NOQA_HINT = lazy_re(r"noqa\s*:.*?ref", re.I)
+_CODE = lazy_re(r"[A-Z]+[0-9]+", re.I)
+_SKIP_FILE = lazy_re(r"^[ \t]*#\s*reflint:\s*skip-file\s*$", re.M)
+_LINE_SPLIT = lazy_re(r"\r\n|\r|\n")
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
@@ -117,8 +120,11 @@ class _Triggers:
     def __init__(self, singles: list, conjunctions: list):
         self.single = Prefilter("|".join(f"(?:{p})" for p in singles)) if singles else None
         parts: dict = {}
-        self.conjunctions = [[parts.setdefault(p, Prefilter(p)) for p in c]
-                             for c in conjunctions]
+        for c in conjunctions:  # one Prefilter per regex, however many rules share it
+            for p in c:
+                if p not in parts:
+                    parts[p] = Prefilter(p)
+        self.conjunctions = [[parts[p] for p in c] for c in conjunctions]
 
     def search(self, text: str) -> bool:
         if self.single is not None and self.single.search(text):
@@ -153,20 +159,23 @@ class Prefilter:
     run only in small windows around the literal's occurrences when the regex has a bounded
     width and no lookaround: a window extends one full match width on both sides, so any match
     containing the occurrence lies inside it, and so does the character after it (for word
-    boundaries). The answer is exactly the regex's (a test compares them on random texts)."""
+    boundaries). The answer is exactly the regex's (a test compares them on random texts).
+    The regex is compiled when a text first needs it (most files have none of the literals)."""
 
     def __init__(self, pattern: Optional[str]):
         self.pattern = pattern
-        self.regex = re.compile(pattern) if pattern is not None else None
+        self._regex = None
         self.literals: Optional[list] = None
         self.window: Optional[int] = None
         if pattern is None:
             return
         try:
             parsed = _sre_p.parse(pattern)
+            ignorecase = parsed.state.flags & re.IGNORECASE
         except Exception:  # noqa: BLE001 - internals moved: fall back to the plain regex
+            self.regex  # noqa: B018 - an invalid pattern fails here, as re.compile would
             return
-        if self.regex.flags & re.IGNORECASE:
+        if ignorecase:
             return
         lits = _required_literals(parsed.data if hasattr(parsed, "data") else list(parsed))
         if not lits:
@@ -181,25 +190,34 @@ class Prefilter:
         if hi < 1000 and not _has_lookaround(parsed):
             self.window = hi
 
+    @property
+    def regex(self):
+        """The compiled pattern (None without one)."""
+        if self._regex is None and self.pattern is not None:
+            self._regex = re.compile(self.pattern)
+        return self._regex
+
     def search(self, text: str):
         """Truthy if ``text`` may produce a finding."""
-        rx = self.regex
-        if rx is None:
+        if self.pattern is None:
             return True
         lits = self.literals
         if lits is None:
-            return rx.search(text)
+            return self.regex.search(text)
         w = self.window
         if w is None:
             for lit in lits:
                 if lit in text:
-                    return rx.search(text)
+                    return self.regex.search(text)
             return None
         size = len(text)
+        rx = None
         for lit in lits:
             i = text.find(lit)
             n = len(lit)
             while i >= 0:
+                if rx is None:
+                    rx = self.regex
                 end = i + n + w
                 m = rx.search(text, max(0, i - w), end)
                 # A match ending at a cut window edge may be an artefact of the cut (``\b``
@@ -363,12 +381,12 @@ def _rejected(source: str, path: str, error: BaseException) -> Diagnostic:
     return parse_error(path, f"cannot parse file: {type(error).__name__}: {error}")
 
 
-_NEWER = [
-    (re.compile(r"^\s*type\s+\w+\s*(\[.*\])?\s*="), "a `type` alias statement (PEP 695)", (3, 12)),
-    (re.compile(r"^\s*(async\s+)?def\s+\w+\s*\["), "type parameters on a function (PEP 695)",
+_NEWER = [  # compiled when a syntax error is reported
+    (lazy_re(r"^\s*type\s+\w+\s*(\[.*\])?\s*="), "a `type` alias statement (PEP 695)", (3, 12)),
+    (lazy_re(r"^\s*(async\s+)?def\s+\w+\s*\["), "type parameters on a function (PEP 695)",
      (3, 12)),
-    (re.compile(r"^\s*class\s+\w+\s*\["), "type parameters on a class (PEP 695)", (3, 12)),
-    (re.compile(r"\bexcept\s+[^:*]+,[^:]+:"), "`except` with several types and no "
+    (lazy_re(r"^\s*class\s+\w+\s*\["), "type parameters on a class (PEP 695)", (3, 12)),
+    (lazy_re(r"\bexcept\s+[^:*]+,[^:]+:"), "`except` with several types and no "
      "parentheses (PEP 758)", (3, 14)),
 ]
 
@@ -647,6 +665,26 @@ def lint_non_candidate(source: str, path: str, settings: Settings) -> FileResult
         error = syntax_error_only(source, path)
         if error is not None:
             return FileResult(path, [error], source, skipped=True, stage="skipped")
+    return FileResult(path, _noqa_only(source, path, settings), source, skipped=True,
+                      stage="skipped")
+
+
+def ruled_out_by_text(source: str, path: str, settings: Settings) -> Optional[FileResult]:
+    """``lint_source``'s result for a file decided without libcst: a ``# reflint: skip-file``
+    line, or a file the textual pre-filter rules out (the project does not make it a
+    candidate) that CPython's own parser accepts. None for any other file: ``lint_source``
+    decides it. The command line checks these without a forked child (reflint.isolate guards
+    libcst's native parser, which they never reach)."""
+    settings = settings.for_path(path)
+    if is_skipped_file(source):
+        return FileResult(path, [], source, skipped=True, stage="skipped")
+    if _project() is not None and _project().must_analyse(path):
+        return None
+    if prefilter(settings).search(source):
+        return None
+    if settings.enabled(PARSE_ERROR) and limits.call_deep(
+            _cpython_error, source, path, size=len(source)) is not None:
+        return None  # REF900, or libcst's verdict on newer syntax: lint_source's to give
     return FileResult(path, _noqa_only(source, path, settings), source, skipped=True,
                       stage="skipped")
 

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Optional
 
 from .settings import _glob_regex
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 
 class Rule:

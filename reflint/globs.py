@@ -12,7 +12,10 @@ time proportional to the pattern's length times the path's, whatever both hold.
 
 from __future__ import annotations
 
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
+
 
 # Token kinds.
 _LIT, _ONE, _CLASS, _STAR, _ANY, _DIRS = range(6)

@@ -11,23 +11,25 @@ newest measured version. ``reflint check --show-settings`` says which one applie
 
 from __future__ import annotations
 
+import fnmatch
 import functools
-import glob
 import os
 import re
 import sys
-from typing import Optional
 
+from ._lazy import lazy, lazy_re
 from .settings import DEFAULT_TARGET_JAX_VERSION, SUPPORTED_JAX_VERSIONS, parse_version
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
+
+# Imported when a pyproject.toml is read.
+tomllib = lazy("tomllib" if sys.version_info >= (3, 11) else "tomli")
 
 # `jax`, `jax[cuda12]`, `JAX` — not `jaxlib`, `jax-foo`, `jaxtyping`.
-_REQ = re.compile(r"^\s*jax\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#]*)", re.I)
-_CLAUSE = re.compile(r"^\s*(?P<op>===|==|~=|>=|<=|!=|>|<|\^|~)?\s*(?P<v>[0-9][0-9.]*)")
+_REQ = lazy_re(r"^\s*jax\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#]*)", re.I)
+_CLAUSE = lazy_re(r"^\s*(?P<op>===|==|~=|>=|<=|!=|>|<|\^|~)?\s*(?P<v>[0-9][0-9.]*)")
 
 
 def _version(text: str) -> Optional[tuple]:
@@ -119,7 +121,11 @@ def _from_pyproject(path: str) -> Optional[tuple]:
 
 
 def _requirements_files(directory: str) -> list:
-    files = sorted(glob.glob(os.path.join(glob.escape(directory), "requirements*.txt")))
+    try:  # glob.glob(directory + "/requirements*.txt"), without importing glob
+        names = os.listdir(directory)
+    except OSError:
+        names = []
+    files = sorted(os.path.join(directory, n) for n in fnmatch.filter(names, "requirements*.txt"))
     main = os.path.join(directory, "requirements.txt")
     return ([main] if main in files else []) + [f for f in files if f != main]
 

@@ -18,15 +18,11 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-SUFFIX = ".ipynb"
+from .discovery import NOTEBOOK_SUFFIX as SUFFIX, is_notebook  # noqa: F401 - re-exported
 
 _LINE_MAGIC = re.compile(r"^(?P<indent>[ \t]*)(?:%|!|\?)")
 _ASSIGN_MAGIC = re.compile(r"^(?P<head>[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*=[ \t]*)[%!]")
 _HELP = re.compile(r"^(?P<indent>[ \t]*)[\w.]+\?{1,2}[ \t]*$")
-
-
-def is_notebook(path: str) -> bool:
-    return str(path).lower().endswith(SUFFIX)
 
 
 class NotebookError(ValueError):

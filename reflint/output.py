@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 
+from ._lazy import lazy_re
 from .diagnostics import SAFE
 
 
@@ -22,12 +21,12 @@ def _c(text: str, code: str, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
 
-_LINES = re.compile(r"\r\n|\r|\n")
+_LINES = lazy_re(r"\r\n|\r|\n")
 # Characters a terminal acts on: C0 controls but tab, DEL, C1 controls, and the bidirectional
 # overrides and isolates ("Trojan source"). Text outputs show each as one visible character
 # (a control picture, or U+FFFD), so a file, a path or a cached message cannot move the
 # cursor, recolour or reorder the output, and code-frame carets stay aligned.
-_CONTROLS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = lazy_re("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _picture(m) -> str:
@@ -181,6 +180,8 @@ def format_concise(diags) -> str:
 
 
 def format_json(diags) -> str:
+    import json
+
     return json.dumps([d.to_json() for d in diags], indent=2) + "\n"
 
 
@@ -351,6 +352,8 @@ def format_sarif(diags, version: str = "") -> str:
             "results": results,
         }],
     }
+    import json
+
     return json.dumps(log, indent=2) + "\n"
 
 
@@ -375,6 +378,8 @@ def statistics_rows(diags) -> list:
 
 
 def format_statistics_json(diags) -> str:
+    import json
+
     return json.dumps(statistics_rows(diags), indent=2) + "\n"
 
 
@@ -399,6 +404,8 @@ def format_gitlab(diags) -> str:
             "location": {"path": path.replace(os.sep, "/"),
                          "lines": {"begin": d.line, "end": max(d.line, d.end_line or 0)}},
         })
+    import json
+
     return json.dumps(out, indent=2) + "\n"
 
 

@@ -21,13 +21,15 @@ without one every file is analysed on its own, as before.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
-from typing import Optional
 
 from . import api
 from .summary import ModuleSummary, Target, module_name, summarize, summarize_calls
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 MAX_ROUNDS = 12  # fixpoint rounds over the wrappers (chains longer than this stay unknown)
 MAX_ALIAS_DEPTH = 16
@@ -736,6 +738,8 @@ class ProjectView:
     def digest(self) -> str:
         """A digest of every fact this module reads from the project (its cache key)."""
         if self._digest is None:
+            import hashlib
+
             self._digest = hashlib.sha256(repr(self._reads()).encode()).hexdigest() \
                 if self._reads() else ""
         return self._digest

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import os
 import re
-from typing import TYPE_CHECKING, Iterator, Optional
 
 from . import api
 from .codes import CODES
 from .diagnostics import Diagnostic, Fix, Related
 
-if TYPE_CHECKING:  # pragma: no cover
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Iterator, Optional
 
     from .analysis import ModuleAnalysis
+
 
 # Pre-filter triggers for rules that need a Ref value: the name of any API that produces one
 # (see api.REF_SOURCES; api.REF_KEYWORD_SOURCES: `nnx.Param(x, ref=True)`), as a whole word.
@@ -119,10 +121,10 @@ def all_rules() -> list[Rule]:
         import reflint.rules as pkg
 
         found = []
-        for mod in pkgutil.iter_modules(pkg.__path__):
-            if mod.name.startswith("_"):
+        for name in _module_names(pkg.__path__):
+            if name.startswith("_"):
                 continue
-            module = importlib.import_module(f"reflint.rules.{mod.name}")
+            module = importlib.import_module(f"reflint.rules.{name}")
             for obj in vars(module).values():
                 if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and \
                         obj.__module__ == module.__name__:
@@ -133,6 +135,31 @@ def all_rules() -> list[Rule]:
                                    f"{CODES.get(r.code)!r}")
         _RULES = sorted(found, key=lambda r: r.code)
     return _RULES
+
+
+def _module_names(path: list) -> list:
+    """The names of the modules in the folders ``path``, as ``pkgutil.iter_modules`` gives
+    them (pkgutil itself imports typing: start-up); a folder that cannot be listed (a zip
+    archive) is asked through pkgutil."""
+    from importlib.machinery import all_suffixes
+
+    names: list = []
+    suffixes = sorted(all_suffixes(), key=len, reverse=True)  # as inspect.getmodulename
+    for folder in path:
+        try:
+            files = sorted(os.listdir(folder))
+        except OSError:
+            import pkgutil
+
+            names += [m.name for m in pkgutil.iter_modules([folder]) if m.name not in names]
+            continue
+        for fn in files:
+            name = next((fn[:-len(s)] for s in suffixes if fn.endswith(s)), None)
+            if name is None and os.path.isfile(os.path.join(folder, fn, "__init__.py")):
+                name = fn  # a package
+            if name and name != "__init__" and name not in names:
+                names.append(name)
+    return names
 
 
 def rule_by_code(code: str) -> Optional[Rule]:

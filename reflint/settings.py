@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Optional
 
 from .codes import CODES, OPT_IN_CODES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 # The measured versions (reflint/api.py MEASURED_VERSIONS); the default target is the newest.
 SUPPORTED_JAX_VERSIONS = ("0.7.1", "0.7.2", "0.8.0", "0.9.0", "0.10.2", "0.11.2", "0.12.0.1")

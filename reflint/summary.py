@@ -31,11 +31,15 @@ import ast
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 from . import api
+from ._lazy import lazy_re
 from .astwalk import children as _children
 from .astwalk import walk as _walk
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -181,7 +185,7 @@ _OPEN = str.maketrans("", "", "([{")
 _CLOSE = str.maketrans("", "", ")]}")
 
 
-_CLASS = re.compile(r"\s*class\s+(\w+)")
+_CLASS = lazy_re(r"\s*class\s+(\w+)")
 
 
 def _reduced(source: str, relevant=None) -> Optional[str]:
@@ -265,12 +269,12 @@ def _reduced(source: str, relevant=None) -> Optional[str]:
     return "\n".join(out) + "\n"
 
 
-_REBINDS = re.compile(r"(?:([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::[^=]*)?=(?!=)"
-                      r"|del\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*$"
-                      r"|class\s+([A-Za-z_]\w*))")
+_REBINDS = lazy_re(r"(?:([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::[^=]*)?=(?!=)"
+                   r"|del\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*$"
+                   r"|class\s+([A-Za-z_]\w*))")
 
 
-_COLUMN0 = re.compile(r"^(?:import |from |def |async def |@|[A-Za-z_])[^\n]*", re.M)
+_COLUMN0 = lazy_re(r"^(?:import |from |def |async def |@|[A-Za-z_])[^\n]*", re.M)
 
 
 def _headers(source: str) -> Optional[str]:
@@ -765,7 +769,7 @@ def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
 
 # -- classes: which are Flax NNX Modules or Variables (read by reflint.project) ---------------
 
-_CLASS_HEADER = re.compile(r"^class[ \t]+([A-Za-z_]\w*)[ \t]*[(:]", re.M)
+_CLASS_HEADER = lazy_re(r"^class[ \t]+([A-Za-z_]\w*)[ \t]*[(:]", re.M)
 
 
 def class_bases(source: str, s: ModuleSummary) -> None:

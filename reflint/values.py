@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-if TYPE_CHECKING:  # pragma: no cover
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Any, Iterator, Optional
+
     import libcst as cst
 
     from .analysis import ClassInfo, FunctionInfo

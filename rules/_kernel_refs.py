@@ -6,13 +6,16 @@ in the kernel's body (nested functions included)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from reflint import api
 from reflint._lazy import lazy
 from reflint.values import ArrayVal
 
 from ._common import parents_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 cst = lazy("libcst")
 _analysis = lazy("reflint.analysis")
