@@ -76,12 +76,12 @@ class GradRefNotReset(Rule):
     def check(self, analysis):
         if analysis.settings.target_jax_version < (0, 10, 2):
             return
-        parents = parents_of(analysis)
         applied = {id(a.with_refs) for a in analysis.vjp_applications if a.with_refs is not None}
         seen = set()
         for w in analysis.with_refs_calls:
             if id(w.node) not in applied or not w.entries:
                 continue
+            parents = parents_of(analysis)
             for arg, value in w.entries:
                 if not isinstance(value, RefVal) or value.tree or id(arg) in seen:
                     continue
