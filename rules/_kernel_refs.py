@@ -11,8 +11,6 @@ from reflint import api
 from reflint._lazy import lazy
 from reflint.values import ArrayVal
 
-from ._common import parents_of
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
     from typing import Optional
@@ -136,27 +134,8 @@ def name_uses(analysis, info, name: str) -> list:
     (``.shape``, ``.dtype``...), "store" (``name[i] = v``: node is the statement), "augstore"
     (``name[i] += v``), "read" (``name[i]``), "other" (anything else: passed to a function, a
     view, rebound, declared nonlocal...)."""
-    parents = parents_of(analysis)
     out = []
-    body = info.node.body
-
-    def into(node) -> bool:
-        t = type(node)
-        if t is cst.ClassDef:
-            return False
-        if t in (cst.FunctionDef, cst.Lambda):
-            params = node.params
-            names = [p.name.value for p in (*params.posonly_params, *params.params,
-                                            *params.kwonly_params)]
-            names += [p.name.value for p in (params.star_arg, params.star_kwarg)
-                      if isinstance(p, cst.Param)]
-            return name not in names
-        return True
-
-    for node in _analysis.walk_nodes([body], into=into):
-        if type(node) is not cst.Name or node.value != name:
-            continue
-        parent = parents.get(id(node))
+    for node, parent, grand, great in _names_in(analysis, info).get(name, ()):
         if isinstance(parent, cst.Attribute) and parent.attr is node:
             continue
         if isinstance(parent, cst.Arg) and parent.keyword is node:
@@ -167,9 +146,8 @@ def name_uses(analysis, info, name: str) -> list:
             out.append(("meta" if parent.attr.value in _METADATA else "other", parent))
             continue
         if isinstance(parent, cst.Subscript) and parent.value is node:
-            grand = parents.get(id(parent))
             if isinstance(grand, cst.AssignTarget):
-                out.append(("store", parents.get(id(grand))))
+                out.append(("store", great))
             elif isinstance(grand, cst.AugAssign) and grand.target is parent:
                 out.append(("augstore", grand))
             elif isinstance(grand, (cst.Del, cst.For, cst.CompFor, cst.WithItem,
@@ -180,3 +158,33 @@ def name_uses(analysis, info, name: str) -> list:
             continue
         out.append(("other", node))
     return out
+
+
+def _names_in(analysis, info) -> dict:
+    """name -> (Name node, its parent, grandparent, great-grandparent) for every name in the
+    kernel's body, in walk order, nested functions included but for the names they bind as
+    parameters (there the name is theirs), classes excluded: one walk for all parameters."""
+    def build() -> dict:
+        out: dict = {}
+        children = _analysis.child_nodes
+        stack = [(info.node.body, None, None, None, frozenset())]
+        while stack:
+            node, parent, grand, great, shadow = stack.pop()
+            t = type(node)
+            if t is cst.Name:
+                if node.value not in shadow:
+                    out.setdefault(node.value, []).append((node, parent, grand, great))
+                continue
+            if t is cst.ClassDef:
+                continue
+            if t is cst.FunctionDef or t is cst.Lambda:
+                params = node.params
+                shadow = shadow.union(
+                    p.name.value for p in (*params.posonly_params, *params.params,
+                                           *params.kwonly_params, params.star_arg,
+                                           params.star_kwarg) if isinstance(p, cst.Param))
+            for child in reversed(children(node)):
+                stack.append((child, node, parent, grand, shadow))
+        return out
+
+    return analysis.cached(("kernel names", id(info)), build)
