@@ -135,7 +135,7 @@ def name_uses(analysis, info, name: str) -> list:
     (``name[i] += v``), "read" (``name[i]``), "other" (anything else: passed to a function, a
     view, rebound, declared nonlocal...)."""
     out = []
-    for node, parent, grand, great in _names_in(analysis, info).get(name, ()):
+    for node, parent, grand, great in kernel_names(analysis, info).get(name, ()):
         if isinstance(parent, cst.Attribute) and parent.attr is node:
             continue
         if isinstance(parent, cst.Arg) and parent.keyword is node:
@@ -160,7 +160,7 @@ def name_uses(analysis, info, name: str) -> list:
     return out
 
 
-def _names_in(analysis, info) -> dict:
+def kernel_names(analysis, info) -> dict:
     """name -> (Name node, its parent, grandparent, great-grandparent) for every name in the
     kernel's body, in walk order, nested functions included but for the names they bind as
     parameters (there the name is theirs), classes excluded: one walk for all parameters."""

@@ -8,6 +8,7 @@ from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal
 
 from ._common import REF_EVIDENCE, parents_of
+from ._kernel_refs import kernel_names
 
 cst = lazy("libcst")
 _analysis = lazy("reflint.analysis")
@@ -98,6 +99,10 @@ class OutputRefRebound(Rule):
             outputs = analysis.kernel_outputs(info)
             if not outputs:
                 continue
+            names = kernel_names(analysis, info)
+            if not any(type(use[1]) is cst.AssignTarget
+                       for out in outputs for use in names.get(out, ())):
+                continue  # no `name = ...` of an output anywhere in the kernel
             body = info.node.body.body if isinstance(info.node.body, cst.IndentedBlock) else \
                 info.node.body.body
             for stmt in _analysis.walk_nodes(list(body), into=_own_scope):
