@@ -13,11 +13,10 @@ from __future__ import annotations
 import ast
 from collections import deque
 
-# Fields that never hold a node: an expression context (Load/Store/Del, one shared object
-# each), identifiers, constants and type comments.
-_LEAF_FIELDS = frozenset({"ctx", "id", "arg", "attr", "name", "asname", "module", "level",
-                          "kind", "type_comment", "conversion", "is_async", "lineno",
-                          "col_offset", "end_lineno", "end_col_offset"})
+# The field that never holds a node worth walking: an expression context (Load/Store/Del,
+# one shared object each). Identifiers and constants are strings or numbers (skipped by their
+# type); a field named like an identifier may hold a node (``TypeAlias.name`` is a Name).
+_LEAF_FIELDS = frozenset({"ctx"})
 _FIELDS: dict = {}
 _AST = ast.AST
 
