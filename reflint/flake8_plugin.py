@@ -87,7 +87,9 @@ def _lint_total(source: str, filename: str, settings, tree=None, project=_ASK) -
 
         _active.activate(project)
     try:
-        return lint_source(source, filename, settings, tree=tree)
+        # flake8 reports findings, never fixes: a fix's edits (libcst's own parse and a second
+        # analysis) are not built.
+        return lint_source(source, filename, settings, tree=tree, lazy_fixes=True)
     except MemoryError:
         return FileResult(filename, [isolate.out_of_memory(filename)])
     finally:
