@@ -17,6 +17,9 @@ text:
 * **Code actions**: each fix ("Read the ref with [...]"; unsafe ones say so and are not
   preferred), "Suppress with ``# noqa: REFxxx``", and "Fix all safe reflint fixes" (kind
   ``source.fixAll.reflint``: what ``reflint check --fix`` writes, verified the same way).
+  An analysis says which findings are fixable; a fix's edits (libcst's own parse of the
+  text and a second analysis) are built by a worker when a code action asks for them, from
+  the text of that moment, so a keystroke costs one analysis.
 * **Hover** over a finding: the rule's explanation (``reflint rule REFxxx``).
 
 Responsiveness (docs/integrations/editors.md): the server answers ``initialize`` and
