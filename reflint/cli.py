@@ -1121,25 +1121,22 @@ class _HelpFormatter(argparse.HelpFormatter):
         self._max_help_position_ = min(max_help_position,
                                        max(width - 20, indent_increment * 2))
 
-    @property
-    def _width(self):
-        if getattr(self, "_pending", None) is not None:
-            self._resolve()
-        return self._width_
+    def _resolved(stored: str):  # noqa: N805 - builds the properties below
+        """A property read through ``_resolve`` (the width asked for when first needed),
+        kept in ``stored``."""
+        def get(self):
+            if getattr(self, "_pending", None) is not None:
+                self._resolve()
+            return getattr(self, stored)
 
-    @_width.setter
-    def _width(self, value):
-        self._width_ = value
+        def put(self, value):
+            setattr(self, stored, value)
 
-    @property
-    def _max_help_position(self):
-        if getattr(self, "_pending", None) is not None:
-            self._resolve()
-        return self._max_help_position_
+        return property(get, put)
 
-    @_max_help_position.setter
-    def _max_help_position(self, value):
-        self._max_help_position_ = value
+    _width = _resolved("_width_")
+    _max_help_position = _resolved("_max_help_position_")
+    del _resolved
 
 
 class _Parser(argparse.ArgumentParser):
