@@ -65,13 +65,15 @@ def _init_worker(settings: Settings, project=None, limit: bool = False,
 
 
 def _lint_task(task) -> tuple:
-    """(index, path, bytes) -> (index, diagnostics, cacheable, stage), run in a worker.
+    """(index, path, bytes[, kept by the textual pre-filter]) -> (index, diagnostics,
+    cacheable, stage), run in a worker.
 
     Everything after reading happens here, in parallel: decoding, the textual pre-filter (a
     file it rules out only gets a syntax check and its suppressions checked: stage
     "skipped"), the ``ast`` stage (reflint.gate: "gated") and, for what is left, libcst and
     the analysis ("analysed")."""
-    index, path, data = task
+    index, path, data = task[:3]
+    regex_done = len(task) > 3 and task[3]  # the parent's textual pre-filter kept it
     settings = _WORKER_SETTINGS if _WORKER_SETTINGS is not None else Settings()
     if is_notebook(path):
         try:
@@ -89,7 +91,8 @@ def _lint_task(task) -> tuple:
         except (SyntaxError, UnicodeDecodeError, LookupError):
             return index, lint_bytes(data, path, settings).diagnostics, True, "skipped"
         # The engine stages the file (pre-filter, gate, analysis) and says which decided.
-        res = lint_source(source, path, settings, lazy_fixes=_LAZY_FIXES)
+        res = lint_source(source, path, settings, regex_done=regex_done,
+                          lazy_fixes=_LAZY_FIXES)
         return index, res.diagnostics, True, res.stage
     except MemoryError:  # over the per-file memory limit (isolate): not checked
         from .isolate import out_of_memory
@@ -192,9 +195,9 @@ def _run_tasks(tasks: list, settings: Settings, jobs: int):
     # (isolate). So a run over files without ref code forks no child.
     rest = []
     for t in tasks:
-        res = _ruled_out_task(t, settings)
+        res, kept = _ruled_out_task(t, settings)
         if res is None:
-            rest.append(t)
+            rest.append((*t[:3], kept))  # kept: the child does not search the text again
         else:
             yield res
     if not rest:
@@ -205,23 +208,23 @@ def _run_tasks(tasks: list, settings: Settings, jobs: int):
         yield res if not isinstance(res, isolate.Died) else _died_result(t, res)
 
 
-def _ruled_out_task(task, settings: Settings) -> Optional[tuple]:
-    """_lint_task's result for a file decided without libcst (engine.ruled_out_by_text: the
-    textual pre-filter rules it out and CPython's parser accepts it); None for any other file
-    (a notebook, undecodable bytes, a candidate, a syntax error, an error here)."""
-    index, path, data = task
+def _ruled_out_task(task, settings: Settings) -> tuple:
+    """(_lint_task's result for a file decided without libcst, or None for any other file: a
+    notebook, undecodable bytes, a candidate, a syntax error, an error here; whether the
+    textual pre-filter kept it) (engine.ruled_out_by_text)."""
+    index, path, data = task[:3]
     if is_notebook(path):
-        return None
+        return None, False
     gc_enabled = gc.isenabled()
     gc.disable()  # as in _lint_task: CPython's parse builds a tree of young objects
     try:
-        res = ruled_out_by_text(decode(data), path, settings)
+        res, kept = ruled_out_by_text(decode(data), path, settings)
     except (Exception, RecursionError):  # noqa: BLE001 - the child decides (and reports)
-        return None
+        return None, False
     finally:
         if gc_enabled:
             gc.enable()
-    return None if res is None else (index, res.diagnostics, True, res.stage)
+    return (None if res is None else (index, res.diagnostics, True, res.stage)), kept
 
 
 def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):

@@ -669,24 +669,25 @@ def lint_non_candidate(source: str, path: str, settings: Settings) -> FileResult
                       stage="skipped")
 
 
-def ruled_out_by_text(source: str, path: str, settings: Settings) -> Optional[FileResult]:
-    """``lint_source``'s result for a file decided without libcst: a ``# reflint: skip-file``
-    line, or a file the textual pre-filter rules out (the project does not make it a
-    candidate) that CPython's own parser accepts. None for any other file: ``lint_source``
-    decides it. The command line checks these without a forked child (reflint.isolate guards
-    libcst's native parser, which they never reach)."""
+def ruled_out_by_text(source: str, path: str, settings: Settings) -> tuple:
+    """(``lint_source``'s result, whether the textual pre-filter kept the file) for a file
+    decided without libcst: a ``# reflint: skip-file`` line, or a file the textual pre-filter
+    rules out (the project does not make it a candidate) that CPython's own parser accepts.
+    The result is None for any other file: ``lint_source`` decides it (told, when the text
+    kept it, not to search it again: ``regex_done``). The command line checks these without a
+    forked child (reflint.isolate guards libcst's native parser, which they never reach)."""
     settings = settings.for_path(path)
     if is_skipped_file(source):
-        return FileResult(path, [], source, skipped=True, stage="skipped")
+        return FileResult(path, [], source, skipped=True, stage="skipped"), False
     if _project() is not None and _project().must_analyse(path):
-        return None
+        return None, False
     if prefilter(settings).search(source):
-        return None
+        return None, True
     if settings.enabled(PARSE_ERROR) and limits.call_deep(
             _cpython_error, source, path, size=len(source)) is not None:
-        return None  # REF900, or libcst's verdict on newer syntax: lint_source's to give
+        return None, False  # REF900, or libcst's verdict on newer syntax: lint_source's
     return FileResult(path, _noqa_only(source, path, settings), source, skipped=True,
-                      stage="skipped")
+                      stage="skipped"), False
 
 
 def _noqa_only(source: str, path: str, settings: Settings) -> list:
