@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import sys
 
-from ._lazy import lazy_re
+from ._lazy import lazy, lazy_re
 from .diagnostics import SAFE
+
+json = lazy("json")  # imported when a JSON report is written
 
 
 def use_color(stream) -> bool:
@@ -180,8 +182,6 @@ def format_concise(diags) -> str:
 
 
 def format_json(diags) -> str:
-    import json
-
     return json.dumps([d.to_json() for d in diags], indent=2) + "\n"
 
 
@@ -352,8 +352,6 @@ def format_sarif(diags, version: str = "") -> str:
             "results": results,
         }],
     }
-    import json
-
     return json.dumps(log, indent=2) + "\n"
 
 
@@ -378,8 +376,6 @@ def statistics_rows(diags) -> list:
 
 
 def format_statistics_json(diags) -> str:
-    import json
-
     return json.dumps(statistics_rows(diags), indent=2) + "\n"
 
 
@@ -404,8 +400,6 @@ def format_gitlab(diags) -> str:
             "location": {"path": path.replace(os.sep, "/"),
                          "lines": {"begin": d.line, "end": max(d.line, d.end_line or 0)}},
         })
-    import json
-
     return json.dumps(out, indent=2) + "\n"
 
 
