@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs
 # the pre-filter rules out (and `reflint --version`) never pays for them.
 cst = lazy("libcst")
 fasttree = lazy("reflint.fasttree")
+cstbridge = lazy("reflint.cstbridge")
 _analysis = lazy("reflint.analysis")
 gate = lazy("reflint.gate")
 _positions = lazy("reflint.positions")
@@ -297,15 +298,10 @@ def is_candidate(source: str, settings: Settings) -> bool:
     return bool(prefilter(settings).search(source))
 
 
-def parse_module(source: str) -> cst.Module:
-    """``libcst.parse_module``, without libcst's per-node validation.
-
-    Every node libcst builds runs ``_validate()`` from ``CSTNode.__post_init__``. The parser only
-    builds nodes for source it accepted, so the checks cannot fail there, yet they take about a
-    quarter of the parse time (mostly a regex per whitespace node). They are switched off for
-    this thread only (``fasttree.unvalidated``); the tree is the same (a test compares them)."""
-    with fasttree.unvalidated():
-        return cst.parse_module(source)
+def parse_module(source: str) -> "nodes.Module":
+    """The file parsed by libcst's parser, as reflint's nodes (``reflint.cstbridge``: the tree
+    keeps libcst's for the nodes' text and positions); raises libcst's ``ParserSyntaxError``."""
+    return cstbridge.parse_module(source)
 
 
 def parse_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
@@ -710,7 +706,7 @@ def syntax_error_only(source: str, path: str) -> Optional[Diagnostic]:
     if not _libcst_may_parse(error, source):
         return _rejected(source, path, error)
     try:
-        parse_module(source)
+        cstbridge.parse_module_cst(source)
     except cst.ParserSyntaxError as e:
         return _syntax_error(path, source, e)
     except (RecursionError, MemoryError, ValueError) as e:
@@ -718,7 +714,7 @@ def syntax_error_only(source: str, path: str) -> Optional[Diagnostic]:
     return None
 
 
-def check_module(module: cst.Module, path: str, settings: Settings,
+def check_module(module: "nodes.Module", path: str, settings: Settings,
                  source: Optional[str] = None, verdict: "Optional[gate.Verdict]" = None,
                  first_only: bool = False, positions=None) -> list:
     """The diagnostics of the enabled rules on ``module``. ``verdict``, the gate's answers for

@@ -1,32 +1,31 @@
-"""A libcst tree built from the stdlib ``ast``: the analysis' input for files with no finding.
+"""reflint's syntax tree (``reflint.nodes``) built from the stdlib ``ast``: the analysis' input.
 
 libcst's parser costs about 55 µs a line here; CPython's about 5, and the pre-filter's second
-stage (``reflint.gate``) has already run it. Building libcst's nodes from that ``ast`` tree
-costs about 10 µs a line, so a file the gate keeps is first analysed on the tree built here,
-and parsed by libcst only if a rule reports something on it (``engine.lint_source``): the
-diagnostics, their positions, their messages and their fixes always come from libcst's own
-tree. Most kept files have no finding, so most never meet libcst's parser.
+stage (``reflint.gate``) has already run it. Building reflint's nodes from that ``ast`` tree
+costs a few µs a line, and the nodes are plain classes (``reflint.nodes``, named and shaped as
+libcst's), so a checked file never imports libcst: its findings, positions and messages come
+from this tree and the ``ast`` positions (``AstPositions``). libcst parses a file only when a
+fix's edits are wanted (they keep its parentheses, comments and whitespace), when a position
+asked for is not exact here, and for syntax only libcst accepts (``engine.lint_source``); its
+tree is converted to the same classes (``reflint.cstbridge``).
 
 The tree has the node types, fields and nesting that ``libcst.parse_module`` gives for the same
-source, with default whitespace, no comments and no parentheses (which the analysis does not
-read). ``tests/test_fasttree.py`` checks it against libcst's tree, whitespace aside, on every
-fixture and example, on generated programs, and on real code; and that the findings are the
-same with and without it. Inside f-strings the text parts and the spelling of constants are
-approximate (Python 3.11's ``ast`` does not keep them); the expressions are the same. Anything
-this module does not build raises ``Unsupported``, and the file is parsed by libcst instead.
+source, with no whitespace, comments or parentheses (layout fields keep their class defaults;
+the analysis does not read them). ``tests/test_fasttree.py`` checks it against libcst's tree,
+layout aside, on every fixture and example, on generated programs, and on real code; and that
+the findings are the same with and without it. Inside f-strings the text parts and the
+spelling of constants are approximate (Python 3.11's ``ast`` does not keep them); the
+expressions are the same. Anything this module does not build raises ``Unsupported``, and the
+file is parsed by libcst instead.
 """
-
 from __future__ import annotations
 
 import ast
 import bisect
-import dataclasses
 import re
-import threading
-from contextlib import contextmanager
 from typing import Optional
 
-import libcst as cst
+from . import nodes as cst
 
 __all__ = ["Unsupported", "convert"]
 
@@ -69,65 +68,9 @@ _COMPARE = {
 _CONVERSION = {-1: None, 115: "s", 114: "r", 97: "a"}
 
 
-class _Nodes:
-    """``N.Call(func=..., args=...)`` builds ``cst.Call`` with one shared instance for each
-    field whose default is built per node (whitespace, mostly): about 5 default objects a line
-    of source that nothing reads. Nodes are immutable; only layout nodes are shared."""
-
-    def __getattr__(self, name: str):
-        cls = getattr(cst, name)
-        shared = {f.name: f.default_factory() for f in dataclasses.fields(cls)
-                  if f.default_factory is not dataclasses.MISSING}
-        if shared:
-            def make(*args, **kwargs):
-                return cls(*args, **{**shared, **kwargs})
-        else:
-            make = cls
-        setattr(self, name, make)
-        return make
-
-
-N = _Nodes()
-
-
-_VALIDATION = threading.local()
-
-
-def _install_validation_switch() -> None:
-    """Make libcst's per-node validation (``CSTNode.__post_init__``) switchable per thread.
-
-    The only place reflint touches libcst's classes: once, the hook is wrapped so that a thread
-    inside :func:`unvalidated` skips it; every other thread (a flake8 worker, a language
-    server's request) validates as libcst does."""
-    base = cst.CSTNode
-    original = base.__dict__.get("__post_init__")
-    if original is None or getattr(original, "_reflint_switch", False):
-        return
-
-    def __post_init__(self) -> None:
-        if not getattr(_VALIDATION, "off", False):
-            original(self)
-
-    __post_init__._reflint_switch = True  # type: ignore[attr-defined]
-    base.__post_init__ = __post_init__  # type: ignore[method-assign]
-
-
-_install_lock = threading.Lock()
-
-
-@contextmanager
-def unvalidated():
-    """libcst nodes built in this block, by this thread, skip ``_validate()``: for trees of
-    source that a parser already accepted, where the checks cannot fail (a quarter to a third
-    of the cost of building the tree)."""
-    with _install_lock:
-        _install_validation_switch()
-    was = getattr(_VALIDATION, "off", False)
-    _VALIDATION.off = True
-    try:
-        yield
-    finally:
-        _VALIDATION.off = was
+# ``N.Call(func=..., args=...)``: reflint's nodes (reflint.nodes) hold only the fields given;
+# the others, layout mostly, are class defaults.
+N = cst
 
 
 def convert(source: str, tree: Optional[ast.Module] = None,
@@ -141,15 +84,16 @@ def convert(source: str, tree: Optional[ast.Module] = None,
     and statements (for diagnostics when libcst's own parse is not used)."""
     if tree is None:
         tree = ast.parse(source)
-    builder = _Builder(source, record is not None)
+    builder = _Builder(source, True)
     try:
-        with unvalidated():
-            module = builder.module(tree)
+        module = builder.module(tree)
     except RecursionError as e:
         raise Unsupported("nesting too deep") from e
+    positions = AstPositions(builder)
+    module._ast_positions = positions  # the nodes' text (``nodes.Module.code_for_node``)
     if record is not None:
         record["depth"] = builder.max_depth
-        record["positions"] = AstPositions(builder)
+        record["positions"] = positions
     return module
 
 
@@ -187,7 +131,7 @@ class AstPositions:
     def _line_col(self, offset: int):
         starts = self._starts
         i = bisect.bisect_right(starts, offset) - 1
-        return cst.metadata.CodePosition(i + 1, offset - starts[i])
+        return cst.CodePosition(i + 1, offset - starts[i])
 
     def span(self, node):
         """(start, end) offsets of ``node``'s range in the source, or None."""
@@ -232,7 +176,7 @@ class AstPositions:
         s = self.span(node)
         if s is None:
             return None
-        return cst.metadata.CodeRange(self._line_col(s[0]), self._line_col(s[1]))
+        return cst.CodeRange(self._line_col(s[0]), self._line_col(s[1]))
 
     def text(self, node) -> Optional[str]:
         """The source text of ``node`` with its own parentheses (what libcst's

@@ -1,4 +1,4 @@
-"""Positions of libcst nodes, computed for the nodes asked about only.
+"""Positions of the nodes of a tree libcst parsed, computed for the nodes asked about only.
 
 libcst's ``PositionProvider`` generates the code of the whole module to position any node:
 for a 100,000-line file with one finding that was most of the run. Here a node's position
@@ -6,7 +6,8 @@ comes from the code generation of the one top-level statement that holds it, shi
 line where CPython's ``ast`` says that statement starts; top-level statements start at column
 0, so columns need no shift. Anything unexpected (a statement count that does not match the
 ``ast``, a line whose text differs) falls back to the whole-module provider, so the positions
-are always libcst's own.
+are always libcst's own. The tree is reflint's (``reflint.cstbridge.to_nodes``), whose
+``_cst_of`` maps each node to libcst's.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Optional
 
 from ._lazy import lazy
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 _analysis = lazy("reflint.analysis")
+cstbridge = lazy("reflint.cstbridge")
 
 _LINES = re.compile(r"\r\n|\r|\n")
 
@@ -27,7 +29,9 @@ class LazyPositions:
     """``PositionProvider``-like: ``get(node)`` gives the node's ``CodeRange`` (or None)."""
 
     def __init__(self, module, source: str, tree: Optional[ast.Module]):
-        self.module = module
+        self.module = module  # reflint's nodes
+        self._cst = module._cst  # libcst's tree
+        self._cst_of = module._cst_of  # id(our node) -> libcst's node
         self.source = source
         self._lines: Optional[list] = None
         self._starts = _statement_lines(module, tree) if tree is not None else None
@@ -37,8 +41,16 @@ class LazyPositions:
         self._full = None
 
     def get(self, node):
+        rng = self._get(node)
+        if rng is None:
+            return None
+        return cst.CodeRange(cst.CodePosition(rng.start.line, rng.start.column),
+                             cst.CodePosition(rng.end.line, rng.end.column))
+
+    def _get(self, node):
+        """libcst's CodeRange of ``node`` (one of ours)."""
         if self._starts is None:
-            return self._whole().get(node)
+            return self._whole().get(self._cst_of.get(id(node)))
         i = self._owner.get(id(node))
         while i is None and self._walked < len(self.module.body):
             j = self._walked
@@ -49,25 +61,26 @@ class LazyPositions:
                 self._owner[id(n)] = j
                 stack.extend(_analysis.child_nodes(n))
             i = self._owner.get(id(node))
+        c = self._cst_of.get(id(node))
         if i is None:
-            return self._whole().get(node)
+            return self._whole().get(c)
         ranges = self._ranges.get(i)
         if ranges is None:
             ranges = self._ranges[i] = self._statement(i)
             if ranges is None:
                 self._starts = None  # something unexpected: libcst's own provider from now on
-                return self._whole().get(node)
-        return ranges.get(node)
+                return self._whole().get(c)
+        return ranges.get(c)
 
     def _whole(self):
         if self._full is None:
-            self._full = _analysis._positions_of(self.module)
+            self._full = cstbridge.cst_positions(self._cst)
         return self._full
 
     def _statement(self, i: int) -> Optional[dict]:
-        stmt = self.module.body[i]
-        local = self.module.with_changes(body=[stmt], header=[], footer=[])
-        ranges = _analysis._positions_of(local)
+        stmt = self._cst.body[i]
+        local = self._cst.with_changes(body=[stmt], header=[], footer=[])
+        ranges = cstbridge.cst_positions(local)
         # The statement's first line of code, in the local code and in the file.
         first = 1 + len(stmt.leading_lines)
         decorators = getattr(stmt, "decorators", ())
@@ -80,7 +93,7 @@ class LazyPositions:
         if not (0 < first <= len(local_lines) and 0 < self._starts[i] <= len(self._lines)) or \
                 local_lines[first - 1] != self._lines[self._starts[i] - 1]:
             return None
-        CodeRange, CodePosition = cst.metadata.CodeRange, cst.metadata.CodePosition
+        CodeRange, CodePosition = cst.CodeRange, cst.CodePosition
         out = {}
         for n, r in ranges.items():
             if n is local:

@@ -11,7 +11,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
     from typing import Any, Iterator, Optional
 
-    import libcst as cst
+    from . import nodes as cst
 
     from .analysis import ClassInfo, FunctionInfo
 

@@ -9,7 +9,7 @@ from reflint import api
 from reflint.rule import REF_TRIGGERS
 from reflint.diagnostics import SAFE, Edit, Fix
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 _analysis = lazy("reflint.analysis")
 
 # Text without which a module cannot contain a ref the analysis knows about (a constructor, a
@@ -160,7 +160,7 @@ def nnx_root_name(ref) -> str:
 def created_with_kind(analysis, ref, kinds) -> bool:
     """True when every constructor ``ref`` can come from is known and passes ``kind=`` one of
     ``kinds`` (a string constant)."""
-    import libcst as cst
+    from reflint import nodes as cst
 
     created = analysis.creations_of(ref)
     if not created:

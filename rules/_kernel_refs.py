@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
     from typing import Optional
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 _analysis = lazy("reflint.analysis")
 _alternatives = lazy("reflint.analysis.alternatives")
 

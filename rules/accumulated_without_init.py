@@ -6,7 +6,7 @@ from reflint.rule import Finding, Rule
 from ._common import REF_EVIDENCE
 from ._kernel_refs import kernel_io, name_uses
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 
 
 class AccumulatedWithoutInit(Rule):

@@ -9,7 +9,7 @@ from reflint.diagnostics import SAFE, UNSAFE, Edit, Fix
 from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal, QN
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 _analysis = lazy("reflint.analysis")
 
 
@@ -224,51 +224,24 @@ def _traced_array_param(analysis, name, func):
 
 def _rebinds(func, name) -> bool:
     """True if ``name`` is (re)bound anywhere in ``func`` besides being its parameter."""
-    found = [False]
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, node):
-            pass
-
-        def visit_AssignTarget(self, node):
+    stack = [func.node.body]
+    while stack:
+        node = stack.pop()
+        t = type(node)
+        if t is cst.AssignTarget or t is cst.AnnAssign or t is cst.AugAssign or \
+                t is cst.For or t is cst.CompFor or t is cst.NamedExpr:
             if _binds(node.target, name):
-                found[0] = True
-
-        def visit_AnnAssign(self, node):
-            if _binds(node.target, name):
-                found[0] = True
-
-        def visit_AugAssign(self, node):
-            if _binds(node.target, name):
-                found[0] = True
-
-        def visit_For(self, node):
-            if _binds(node.target, name):
-                found[0] = True
-
-        def visit_CompFor(self, node):
-            if _binds(node.target, name):
-                found[0] = True
-
-        def visit_NamedExpr(self, node):
-            if _binds(node.target, name):
-                found[0] = True
-
-        def visit_AsName(self, node):
+                return True
+        elif t is cst.AsName:
             if _binds(node.name, name):
-                found[0] = True
-
-        def visit_Global(self, node):
-            found[0] = found[0] or any(n.name.value == name for n in node.names)
-
-        def visit_Nonlocal(self, node):
-            self.visit_Global(node)
-
-        def visit_Del(self, node):
-            found[0] = True
-
-    func.node.body.visit(V())
-    return found[0]
+                return True
+        elif t is cst.Global or t is cst.Nonlocal:
+            if any(n.name.value == name for n in node.names):
+                return True
+        elif t is cst.Del:
+            return True
+        stack.extend(_analysis.child_nodes(node))
+    return False
 
 
 def _binds(target, name) -> bool:

@@ -7,7 +7,7 @@ from reflint.values import RefVal
 
 from ._common import REF_EVIDENCE
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 _syntax = lazy("reflint.analysis.syntax")
 
 # Transforms whose compiled function is cached and reused by later calls with the same

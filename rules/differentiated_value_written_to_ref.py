@@ -7,7 +7,7 @@ from reflint.rule import Finding, Rule
 
 from ._common import REF_EVIDENCE, created_with_kind, module_spelling, ref_name
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 
 
 class DifferentiatedValueWrittenToRef(Rule):

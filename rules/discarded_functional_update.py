@@ -9,7 +9,7 @@ from reflint.values import ArrayVal
 from ._common import parents_of, ref_name
 from .array_item_assignment import _is_local
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 _syntax = lazy("reflint.analysis.syntax")
 
 

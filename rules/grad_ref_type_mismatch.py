@@ -6,7 +6,7 @@ from reflint.values import RefVal
 
 from ._common import REF_EVIDENCE, ref_name
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 
 
 class GradRefTypeMismatch(Rule):

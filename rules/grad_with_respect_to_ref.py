@@ -9,7 +9,7 @@ from reflint.values import iter_refs
 from ._common import (REF_EVIDENCE, nnx_words, read_fix_factory, ref_name,
                       where_from)
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 
 
 

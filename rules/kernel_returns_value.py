@@ -9,7 +9,7 @@ from reflint.values import ArrayVal, CaseVal, DictVal, RefSeqVal, RefVal, SeqVal
 
 from ._common import REF_EVIDENCE
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 
 
 @functools.cache

@@ -7,7 +7,7 @@ from reflint.values import FuncVal
 
 from ._common import REF_EVIDENCE, nnx_root_name, ref_name, role_word
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 
 _MAP_ORDER = api.in_role_order(api.roles_where("maps"))
 

@@ -10,7 +10,7 @@ from reflint.values import ArrayVal
 from ._common import REF_EVIDENCE, parents_of
 from ._kernel_refs import kernel_names
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 _analysis = lazy("reflint.analysis")
 
 

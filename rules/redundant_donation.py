@@ -6,7 +6,7 @@ from reflint.diagnostics import SAFE, UNSAFE, Edit, Fix
 from reflint.rule import REF_TRIGGERS, Finding, Rule
 from reflint.values import FuncVal, RefVal
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 
 
 class RedundantDonation(Rule):

@@ -6,7 +6,7 @@ from reflint.values import RefVal
 
 from ._common import REF_EVIDENCE, ref_name, where_from
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 
 
 class RefOfRef(Rule):

@@ -7,7 +7,7 @@ from reflint.values import OneOf, iter_refs
 
 from ._common import REF_EVIDENCE, nnx_root_name, via, where_from
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 
 # The calls that reject aliased refs, and their words in messages.
 CALL_KINDS = {a.name: a.call_word for a in api.APIS if a.checks_aliasing}

@@ -6,7 +6,7 @@ from reflint.rule import Finding, Rule
 
 from ._common import REF_EVIDENCE, ref_name
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 
 NO_REMAT_KIND = api.NO_REMAT_KINDS[0]
 

@@ -8,7 +8,7 @@ from reflint.values import (ArrayVal, ClassVal, DictVal, InstanceVal, NamespaceV
 
 from ._common import nnx_words, role_word
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 _analysis = lazy("reflint.analysis")
 
 # Trace kinds under which Python code runs once per trace (not per call, iteration or element)
@@ -456,32 +456,26 @@ def _plain_class(analysis, cls, attr, depth) -> bool:
 def _maybe_traced(analysis, expr, func, scope) -> bool:
     """The expression may hold a traced value: it mentions a name bound in a traced function
     between ``func`` and the container's scope, or a JAX Array."""
-    found = [False]
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, node):
-            node.value.visit(self)
-            return False
-
-        def visit_Name(self, node):
+    if isinstance(analysis.value_of(expr), ArrayVal):
+        return True
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        t = type(node)
+        if t is cst.Attribute:
+            stack.append(node.value)  # `x.attr`: the object, not the attribute's name
+            continue
+        if t is cst.Lambda:
+            continue
+        if t is cst.Name:
             if isinstance(analysis.value_of(node), ArrayVal):
-                found[0] = True
-                return
+                return True
             f = func
             while f is not None and f is not scope and not f.is_module:
                 if node.value in f.summary or f.param(node.value) is not None:
-                    found[0] = True
-                    return
+                    return True
                 f = f.parent
-
-        def visit_Call(self, node):
-            if isinstance(analysis.value_of(node), ArrayVal):
-                found[0] = True
-
-        def visit_Lambda(self, node):
-            return False
-
-    if isinstance(analysis.value_of(expr), ArrayVal):
-        return True
-    expr.visit(V())
-    return found[0]
+        elif t is cst.Call and node is not expr and isinstance(analysis.value_of(node), ArrayVal):
+            return True
+        stack.extend(_analysis.child_nodes(node))
+    return False

@@ -10,7 +10,7 @@ from reflint.values import QN
 
 from ._common import parents_of
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 _analysis = lazy("reflint.analysis")
 
 _COMPAT_TEST = re.compile(r"hasattr|getattr|version|__version__|_version")

@@ -7,7 +7,7 @@ from reflint.values import QN
 
 from ._common import REF_EVIDENCE, parents_of
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 
 # Attributes that only describe the ref: harmless after freeze.
 METADATA_ATTRIBUTES = frozenset({

@@ -7,7 +7,7 @@ from reflint.values import iter_refs
 
 from ._common import REF_EVIDENCE, ref_name, where_from
 
-cst = lazy("libcst")
+cst = lazy("reflint.nodes")
 
 
 class VjpOfRefWithoutWithRefs(Rule):

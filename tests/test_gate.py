@@ -478,20 +478,28 @@ def test_generated_programs_same_findings_with_gate_on_and_off(source):
 
 def test_child_nodes_are_libcst_children():
     """reflint.analysis.child_nodes (fast field reads) gives exactly libcst's ``children``
-    less the layout nodes (whitespace, comments, parentheses, punctuation)."""
+    less the layout nodes (whitespace, comments, parentheses, punctuation), on the tree
+    converted from libcst's (``cstbridge``: each node knows libcst's)."""
+    import libcst
+
     from reflint.analysis import child_nodes
     from reflint.analysis.syntax import LAYOUT
 
+    libcst_layout = tuple(getattr(libcst, t.__name__) for t in LAYOUT)
     checked = layout = 0
     for path in fixture_files()[::3]:
         with open(path, encoding="utf-8") as fh:
-            stack = [engine.parse_module(fh.read())]
+            module = engine.parse_module(fh.read())
+        of = module._cst_of
+        stack = [module]
         while stack:
             node = stack.pop()
-            expected = [c for c in node.children if not isinstance(c, LAYOUT)]
-            layout += len(node.children) - len(expected)
-            assert sorted(map(id, child_nodes(node))) == sorted(map(id, expected)), type(node)
-            stack.extend(expected)
+            theirs = of[id(node)].children
+            expected = [c for c in theirs if not isinstance(c, libcst_layout)]
+            layout += len(theirs) - len(expected)
+            got = child_nodes(node)
+            assert sorted(id(of[id(c)]) for c in got) == sorted(map(id, expected)), type(node)
+            stack.extend(got)
             checked += 1
     assert layout > 10_000  # the layout is there, and skipped
     assert checked > 10_000

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import FIXTURES, ROOT, fixture_files, reflint_cmd
 from reflint import cache as cache_mod
-from reflint import cli
+from reflint import cli, cstbridge
 from reflint.analysis import ModuleAnalysis, _positions_of
 from reflint.cache import Cache
 from reflint.engine import Prefilter, lint_source, parse_module, prefilter
@@ -217,7 +217,7 @@ def test_prefilter_literals_and_windows():
 
 @pytest.mark.parametrize("name,source", SOURCES[:40], ids=[n for n, _ in SOURCES[:40]])
 def test_parse_without_validation_gives_the_same_tree(name, source):
-    fast = parse_module(source)
+    fast = cstbridge.parse_module_cst(source)
     slow = cst.parse_module(source)
     assert fast.deep_equals(slow)
     assert fast.code == source
@@ -229,11 +229,16 @@ def test_parse_without_validation_gives_the_same_tree(name, source):
 def test_positions_match_metadata_wrapper():
     for name, source in SOURCES[:10]:
         module = cst.parse_module(source)
-        ours = _positions_of(module)
+        ours = cstbridge.cst_positions(module)
         theirs = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True).resolve(
             cst.metadata.PositionProvider)
         assert dict(ours) == dict(theirs), name
-        assert ModuleAnalysis(module).position(module.body[0]) is not None
+        # An API caller's libcst tree is converted; positions map back to libcst's.
+        analysis = ModuleAnalysis(module)
+        stmt = analysis.module.body[0]
+        r = theirs[module.body[0]]
+        assert analysis.position(stmt) == (r.start.line, r.start.column + 1,
+                                           r.end.line, r.end.column + 1), name
 
 
 # --------------------------------------------------------------------------------------------

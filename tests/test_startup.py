@@ -19,15 +19,15 @@ heavy = {m for m in ("libcst", "reflint.analysis", "reflint.fasttree",
                      "reflint.gate", "multiprocessing", "concurrent.futures.process")
          if m in sys.modules}
 print("after import:", sorted(heavy))
-code = main(["check", "--no-cache", sys.argv[1]])
+code = main(["check", "--no-cache", *sys.argv[2:], sys.argv[1]])
 heavy = {m for m in ("libcst", "reflint.analysis") if m in sys.modules}
 print("after check:", sorted(heavy), code)
 """
 
 
-def _run(path: str, **extra) -> str:
+def _run(path: str, *options: str, **extra) -> str:
     env = dict(os.environ, PYTHONPATH=ROOT, **extra)
-    return subprocess.run([sys.executable, "-c", PROBE, path], capture_output=True,
+    return subprocess.run([sys.executable, "-c", PROBE, path, *options], capture_output=True,
                           text=True, env=env, cwd=ROOT, check=False).stdout
 
 
@@ -46,12 +46,23 @@ def test_a_syntax_error_in_a_file_without_ref_code_is_still_reported(tmp_path):
     assert "REF900" in out and out.rstrip().endswith("1"), out
 
 
-def test_a_file_with_ref_code_loads_the_analysis(tmp_path):
+def test_a_file_with_ref_code_loads_the_analysis_not_libcst(tmp_path):
+    """The analysis runs on reflint's own nodes, built from the stdlib ``ast``: libcst is
+    imported only to build a fix's edits (``--diff``, ``--fix``)."""
     f = tmp_path / "refs.py"
     f.write_text("import jax\n\n\n@jax.jit\ndef f(x):\n    r = jax.new_ref(x)\n    return r\n",
                  encoding="utf-8")
     out = _run(str(f), REFLINT_ISOLATE="0")
-    assert "REF001" in out and "after check: ['libcst', 'reflint.analysis'] 1" in out, out
+    assert "REF001" in out and "after check: ['reflint.analysis'] 1" in out, out
+    fixable = tmp_path / "fixable.py"
+    fixable.write_text("import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n"
+                       "    r = jax.new_ref(x)\n    return jnp.sin(r)\n", encoding="utf-8")
+    out = _run(str(fixable), REFLINT_ISOLATE="0")
+    assert "REF007" in out and "fixable" in out, out
+    assert "after check: ['reflint.analysis'] 1" in out, out
+    out = _run(str(fixable), "--diff", REFLINT_ISOLATE="0")
+    assert "jnp.sin(r[...])" in out and "after check: ['libcst', 'reflint.analysis'] 1" in out, \
+        out
     # Checked in a forked child (reflint.isolate): the analysis is loaded there only.
     out = _run(str(f))
     assert "REF001" in out and "after check: [] 1" in out, out

@@ -1,14 +1,14 @@
 """The shared syntax queries rules ask instead of walking the module themselves:
 ``analysis.syntax_index()`` (parents, nodes by type), ``analysis.aot_call_of`` (AotCall facts)
 and a kernel's names with their ancestors (rules/_kernel_refs.kernel_names), each compared with
-a plain walk of libcst's own ``children``."""
+a plain walk of every field of every node (``_fields``, layout nodes left out)."""
 
 import textwrap
 
-import libcst as cst
 import pytest
 
 from reflint import fasttree
+from reflint import nodes as cst
 from reflint.analysis import ModuleAnalysis
 from reflint.analysis.syntax import LAYOUT, child_nodes
 from reflint.engine import parse_module
@@ -52,11 +52,22 @@ SOURCE = textwrap.dedent('''
 ''')
 
 
+def _children(node) -> list:
+    """Every node in any field of ``node``, layout fields included."""
+    out = []
+    for f in node._fields:
+        v = getattr(node, f)
+        for x in (v if isinstance(v, (list, tuple)) else (v,)):
+            if isinstance(x, cst.CSTNode):
+                out.append(x)
+    return out
+
+
 def _reference_parents(module) -> dict:
     parents, stack = {}, [module]
     while stack:
         node = stack.pop()
-        for child in node.children:
+        for child in _children(node):
             if isinstance(child, LAYOUT):
                 continue
             parents[id(child)] = node

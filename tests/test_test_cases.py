@@ -17,7 +17,7 @@ def cases(src):
     """Function name -> {parameter: [(label, expression text)]} for every function with cases."""
     module = cst.parse_module(src)
     analysis = ModuleAnalysis(module, "t.py")
-    return {f.name: {k: [(label, module.code_for_node(e)) for label, e in v]
+    return {f.name: {k: [(label, analysis.module.code_for_node(e)) for label, e in v]
                      for k, v in f.cases.items()}
             for f in analysis.functions.values() if f.cases}
 

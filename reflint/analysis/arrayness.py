@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import libcst as cst
+from .. import nodes as cst
 
 from .. import api
 from ..values import QN, ArrayVal, FuncVal, RefVal, SeqVal, contains_ref

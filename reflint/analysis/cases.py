@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-import libcst as cst
+from .. import nodes as cst
 
 from .. import api
 from ..values import MAX_ALTERNATIVES

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import libcst as cst
+from .. import nodes as cst
 
 from .. import api
 from ..values import (
@@ -58,6 +58,10 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
     def __init__(self, module: cst.Module, path: str = "<string>", settings=None,
                  source: Optional[str] = None, gate_verdict=None, positions=None,
                  project=None):
+        if not isinstance(module, cst.CSTNode):  # libcst's own tree (an API caller's)
+            from ..cstbridge import to_nodes
+
+            module = to_nodes(module)
         self.module = module
         # What the other modules of the project say (reflint.project.ProjectView; None: this
         # module alone) and, per function, where a fact it gave comes from (messages).
@@ -323,7 +327,9 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
         if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
             try:
                 text = expr.evaluated_value  # type: ignore[union-attr]
-                expr = cst.parse_expression(text)
+                from ..cstbridge import parse_expression
+
+                expr = parse_expression(text)
             except Exception:
                 return None
         v = self._lookup_static(expr, info)

@@ -18,7 +18,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Optional
 
-import libcst as cst
+from .. import nodes as cst
 
 from .. import api
 from ..values import (

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-import libcst as cst
+from .. import nodes as cst
 
 from .. import api
 from ..values import QN, ArrayVal, RefVal

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import libcst as cst
+from .. import nodes as cst
 
 from .. import api
 from ..values import (

@@ -21,7 +21,7 @@ import dataclasses
 import re
 from typing import Optional
 
-import libcst as cst
+from .. import nodes as cst
 
 from .. import api
 from ..values import (

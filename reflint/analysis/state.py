@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-import libcst as cst
+from .. import nodes as cst
 
 if TYPE_CHECKING:
     from .core import ModuleAnalysis

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
-import libcst as cst
+from .. import nodes as cst
 
 from ..values import (
     DictVal,
@@ -60,7 +59,7 @@ def child_nodes(node) -> list:
     fields = _FIELDS.get(type(node))
     if fields is None:
         fields = _FIELDS[type(node)] = tuple(
-            f.name for f in dataclasses.fields(node) if not _is_layout_field(f.name))
+            f for f in node._fields if not _is_layout_field(f))
     out = []
     is_node = _IS_NODE
     for name in fields:
@@ -159,17 +158,16 @@ _IS_NODE: dict = {list: False, tuple: False, str: False, type(None): False}
 
 
 def _positions_of(module: cst.Module):
-    """PositionProvider's ranges for every node of ``module``: one code generation pass.
+    """The positions of every node of a tree libcst parsed (``reflint.cstbridge.to_nodes``),
+    computed at once: ``get(node)`` gives its CodeRange; on a tree built from the stdlib
+    ``ast``, the positions from there (``fasttree.AstPositions``)."""
+    if module._cst is None:
+        if module._ast_positions is not None:
+            return module._ast_positions
+        raise ValueError("a tree with no positions")
+    from ..cstbridge import positions_of
 
-    (``MetadataWrapper.resolve`` gives the same mapping but also walks the whole tree once more,
-    with an empty batch of visitors: about 40 % of the cost.)"""
-    try:
-        provider = cst.metadata.PositionProvider()
-        provider._gen_impl(module)
-        return provider._computed
-    except AttributeError:  # pragma: no cover - libcst internals changed
-        wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
-        return wrapper.resolve(cst.metadata.PositionProvider)
+    return positions_of(module)
 
 
 def slice_exprs(node: cst.Subscript):
