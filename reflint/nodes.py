@@ -53,6 +53,7 @@ class CSTNode:
     """A syntax node. ``Name("x")`` or ``Name(value="x")``: the arguments fill ``_fields``."""
 
     _fields: tuple = ()
+    _node_fields: tuple = ()  # the fields whose annotation allows a node
 
     def __init__(self, *args, **kwargs) -> None:
         d = self.__dict__
@@ -73,16 +74,19 @@ class BaseLeaf(CSTNode):
 
 class BaseValueToken(BaseLeaf):
     _fields = ()
+    _node_fields = ()
 
 
 class Annotation(CSTNode):
     _fields = ('annotation', 'whitespace_before_indicator', 'whitespace_after_indicator')
+    _node_fields = ('annotation', 'whitespace_before_indicator', 'whitespace_after_indicator')
     whitespace_before_indicator = _DEFAULT
     whitespace_after_indicator = None
 
 
 class Arg(CSTNode):
     _fields = ('value', 'keyword', 'equal', 'comma', 'star', 'whitespace_after_star', 'whitespace_after_arg')
+    _node_fields = ('value', 'keyword', 'equal', 'comma', 'whitespace_after_star', 'whitespace_after_arg')
     keyword = None
     equal = _DEFAULT
     comma = _DEFAULT
@@ -93,6 +97,7 @@ class Arg(CSTNode):
 
 class Asynchronous(CSTNode):
     _fields = ('whitespace_after',)
+    _node_fields = ('whitespace_after',)
     whitespace_after = None
 
 
@@ -110,6 +115,7 @@ class BaseTemplatedStringContent(CSTNode):
 
 class CompFor(CSTNode):
     _fields = ('target', 'iter', 'ifs', 'inner_for_in', 'asynchronous', 'whitespace_before', 'whitespace_after_for', 'whitespace_before_in', 'whitespace_after_in')
+    _node_fields = ('target', 'iter', 'ifs', 'inner_for_in', 'asynchronous', 'whitespace_before', 'whitespace_after_for', 'whitespace_before_in', 'whitespace_after_in')
     ifs = ()
     inner_for_in = None
     asynchronous = None
@@ -121,16 +127,19 @@ class CompFor(CSTNode):
 
 class CompIf(CSTNode):
     _fields = ('test', 'whitespace_before', 'whitespace_before_test')
+    _node_fields = ('test', 'whitespace_before', 'whitespace_before_test')
     whitespace_before = None
     whitespace_before_test = None
 
 
 class ComparisonTarget(CSTNode):
     _fields = ('operator', 'comparator')
+    _node_fields = ('operator', 'comparator')
 
 
 class FormattedStringExpression(BaseFormattedStringContent):
     _fields = ('expression', 'conversion', 'format_spec', 'whitespace_before_expression', 'whitespace_after_expression', 'equal')
+    _node_fields = ('expression', 'format_spec', 'whitespace_before_expression', 'whitespace_after_expression', 'equal')
     conversion = None
     format_spec = None
     whitespace_before_expression = None
@@ -140,37 +149,44 @@ class FormattedStringExpression(BaseFormattedStringContent):
 
 class FormattedStringText(BaseFormattedStringContent):
     _fields = ('value',)
+    _node_fields = ()
 
 
 class From(CSTNode):
     _fields = ('item', 'whitespace_before_from', 'whitespace_after_from')
+    _node_fields = ('item', 'whitespace_before_from', 'whitespace_after_from')
     whitespace_before_from = _DEFAULT
     whitespace_after_from = None
 
 
 class Index(BaseSlice):
     _fields = ('value', 'star', 'whitespace_after_star')
+    _node_fields = ('value', 'whitespace_after_star')
     star = None
     whitespace_after_star = None
 
 
 class LeftCurlyBrace(CSTNode):
     _fields = ('whitespace_after',)
+    _node_fields = ('whitespace_after',)
     whitespace_after = None
 
 
 class LeftParen(CSTNode):
     _fields = ('whitespace_after',)
+    _node_fields = ('whitespace_after',)
     whitespace_after = None
 
 
 class LeftSquareBracket(CSTNode):
     _fields = ('whitespace_after',)
+    _node_fields = ('whitespace_after',)
     whitespace_after = None
 
 
 class Param(CSTNode):
     _fields = ('name', 'annotation', 'equal', 'default', 'comma', 'star', 'whitespace_after_star', 'whitespace_after_param')
+    _node_fields = ('name', 'annotation', 'equal', 'default', 'comma', 'whitespace_after_star', 'whitespace_after_param')
     annotation = None
     equal = _DEFAULT
     default = None
@@ -182,17 +198,20 @@ class Param(CSTNode):
 
 class ParamSlash(CSTNode):
     _fields = ('comma', 'whitespace_after')
+    _node_fields = ('comma', 'whitespace_after')
     comma = _DEFAULT
     whitespace_after = None
 
 
 class ParamStar(CSTNode):
     _fields = ('comma',)
+    _node_fields = ('comma',)
     comma = None
 
 
 class Parameters(CSTNode):
     _fields = ('params', 'star_arg', 'kwonly_params', 'star_kwarg', 'posonly_params', 'posonly_ind')
+    _node_fields = ('params', 'star_arg', 'kwonly_params', 'star_kwarg', 'posonly_params', 'posonly_ind')
     params = ()
     star_arg = _DEFAULT
     kwonly_params = ()
@@ -203,21 +222,25 @@ class Parameters(CSTNode):
 
 class RightCurlyBrace(CSTNode):
     _fields = ('whitespace_before',)
+    _node_fields = ('whitespace_before',)
     whitespace_before = None
 
 
 class RightParen(CSTNode):
     _fields = ('whitespace_before',)
+    _node_fields = ('whitespace_before',)
     whitespace_before = None
 
 
 class RightSquareBracket(CSTNode):
     _fields = ('whitespace_before',)
+    _node_fields = ('whitespace_before',)
     whitespace_before = None
 
 
 class Slice(BaseSlice):
     _fields = ('lower', 'upper', 'step', 'first_colon', 'second_colon')
+    _node_fields = ('lower', 'upper', 'step', 'first_colon', 'second_colon')
     step = None
     first_colon = None
     second_colon = _DEFAULT
@@ -225,11 +248,13 @@ class Slice(BaseSlice):
 
 class SubscriptElement(CSTNode):
     _fields = ('slice', 'comma')
+    _node_fields = ('slice', 'comma')
     comma = _DEFAULT
 
 
 class TemplatedStringExpression(BaseTemplatedStringContent):
     _fields = ('expression', 'conversion', 'format_spec', 'whitespace_before_expression', 'whitespace_after_expression', 'equal')
+    _node_fields = ('expression', 'format_spec', 'whitespace_before_expression', 'whitespace_after_expression', 'equal')
     conversion = None
     format_spec = None
     whitespace_before_expression = None
@@ -239,6 +264,7 @@ class TemplatedStringExpression(BaseTemplatedStringContent):
 
 class TemplatedStringText(BaseTemplatedStringContent):
     _fields = ('value',)
+    _node_fields = ()
 
 
 class _BaseElementImpl(CSTNode):
@@ -251,6 +277,7 @@ class _BaseParenthesizedNode(CSTNode):
 
 class Module(CSTNode):
     _fields = ('body', 'header', 'footer', 'encoding', 'default_indent', 'default_newline', 'has_trailing_newline')
+    _node_fields = ('body', 'header', 'footer')
     header = ()
     footer = ()
     encoding = 'utf-8'
@@ -304,28 +331,33 @@ class BaseUnaryOp(CSTNode):
 
 class BitInvert(BaseUnaryOp):
     _fields = ('whitespace_after',)
+    _node_fields = ('whitespace_after',)
     whitespace_after = None
     _code = '~'
 
 
 class ImportStar(BaseLeaf):
     _fields = ()
+    _node_fields = ()
 
 
 class Minus(BaseUnaryOp):
     _fields = ('whitespace_after',)
+    _node_fields = ('whitespace_after',)
     whitespace_after = None
     _code = '-'
 
 
 class Not(BaseUnaryOp):
     _fields = ('whitespace_after',)
+    _node_fields = ('whitespace_after',)
     whitespace_after = None
     _code = 'not '
 
 
 class Plus(BaseUnaryOp):
     _fields = ('whitespace_after',)
+    _node_fields = ('whitespace_after',)
     whitespace_after = None
     _code = '+'
 
@@ -340,12 +372,14 @@ class _BaseTwoTokenOp(CSTNode):
 
 class AsName(CSTNode):
     _fields = ('name', 'whitespace_before_as', 'whitespace_after_as')
+    _node_fields = ('name', 'whitespace_before_as', 'whitespace_after_as')
     whitespace_before_as = None
     whitespace_after_as = None
 
 
 class AssignTarget(CSTNode):
     _fields = ('target', 'whitespace_before_equal', 'whitespace_after_equal')
+    _node_fields = ('target', 'whitespace_before_equal', 'whitespace_after_equal')
     whitespace_before_equal = None
     whitespace_after_equal = None
 
@@ -364,16 +398,19 @@ class BaseSuite(CSTNode):
 
 class Break(BaseSmallStatement):
     _fields = ('semicolon',)
+    _node_fields = ('semicolon',)
     semicolon = _DEFAULT
 
 
 class Continue(BaseSmallStatement):
     _fields = ('semicolon',)
+    _node_fields = ('semicolon',)
     semicolon = _DEFAULT
 
 
 class Decorator(CSTNode):
     _fields = ('decorator', 'leading_lines', 'whitespace_after_at', 'trailing_whitespace')
+    _node_fields = ('decorator', 'leading_lines', 'whitespace_after_at', 'trailing_whitespace')
     leading_lines = ()
     whitespace_after_at = None
     trailing_whitespace = None
@@ -381,18 +418,21 @@ class Decorator(CSTNode):
 
 class Del(BaseSmallStatement):
     _fields = ('target', 'whitespace_after_del', 'semicolon')
+    _node_fields = ('target', 'whitespace_after_del', 'semicolon')
     whitespace_after_del = None
     semicolon = _DEFAULT
 
 
 class Else(CSTNode):
     _fields = ('body', 'leading_lines', 'whitespace_before_colon')
+    _node_fields = ('body', 'leading_lines', 'whitespace_before_colon')
     leading_lines = ()
     whitespace_before_colon = None
 
 
 class ExceptHandler(CSTNode):
     _fields = ('body', 'type', 'name', 'leading_lines', 'whitespace_after_except', 'whitespace_before_colon')
+    _node_fields = ('body', 'type', 'name', 'leading_lines', 'whitespace_after_except', 'whitespace_before_colon')
     type = None
     name = None
     leading_lines = ()
@@ -402,6 +442,7 @@ class ExceptHandler(CSTNode):
 
 class ExceptStarHandler(CSTNode):
     _fields = ('body', 'type', 'name', 'leading_lines', 'whitespace_after_except', 'whitespace_after_star', 'whitespace_before_colon')
+    _node_fields = ('body', 'type', 'name', 'leading_lines', 'whitespace_after_except', 'whitespace_after_star', 'whitespace_before_colon')
     name = None
     leading_lines = ()
     whitespace_after_except = None
@@ -411,35 +452,41 @@ class ExceptStarHandler(CSTNode):
 
 class Expr(BaseSmallStatement):
     _fields = ('value', 'semicolon')
+    _node_fields = ('value', 'semicolon')
     semicolon = _DEFAULT
 
 
 class Finally(CSTNode):
     _fields = ('body', 'leading_lines', 'whitespace_before_colon')
+    _node_fields = ('body', 'leading_lines', 'whitespace_before_colon')
     leading_lines = ()
     whitespace_before_colon = None
 
 
 class Global(BaseSmallStatement):
     _fields = ('names', 'whitespace_after_global', 'semicolon')
+    _node_fields = ('names', 'whitespace_after_global', 'semicolon')
     whitespace_after_global = None
     semicolon = _DEFAULT
 
 
 class Import(BaseSmallStatement):
     _fields = ('names', 'semicolon', 'whitespace_after_import')
+    _node_fields = ('names', 'semicolon', 'whitespace_after_import')
     semicolon = _DEFAULT
     whitespace_after_import = None
 
 
 class ImportAlias(CSTNode):
     _fields = ('name', 'asname', 'comma')
+    _node_fields = ('name', 'asname', 'comma')
     asname = None
     comma = _DEFAULT
 
 
 class ImportFrom(BaseSmallStatement):
     _fields = ('module', 'names', 'relative', 'lpar', 'rpar', 'semicolon', 'whitespace_after_from', 'whitespace_before_import', 'whitespace_after_import')
+    _node_fields = ('module', 'names', 'relative', 'lpar', 'rpar', 'semicolon', 'whitespace_after_from', 'whitespace_before_import', 'whitespace_after_import')
     relative = ()
     lpar = None
     rpar = None
@@ -451,6 +498,7 @@ class ImportFrom(BaseSmallStatement):
 
 class IndentedBlock(BaseSuite):
     _fields = ('body', 'header', 'indent', 'footer')
+    _node_fields = ('body', 'header', 'footer')
     header = None
     indent = None
     footer = ()
@@ -458,6 +506,7 @@ class IndentedBlock(BaseSuite):
 
 class LazyImport(BaseSmallStatement):
     _fields = ('names', 'semicolon', 'whitespace_after_lazy', 'whitespace_after_import')
+    _node_fields = ('names', 'semicolon', 'whitespace_after_lazy', 'whitespace_after_import')
     semicolon = _DEFAULT
     whitespace_after_lazy = None
     whitespace_after_import = None
@@ -465,6 +514,7 @@ class LazyImport(BaseSmallStatement):
 
 class LazyImportFrom(BaseSmallStatement):
     _fields = ('module', 'names', 'relative', 'lpar', 'rpar', 'semicolon', 'whitespace_after_lazy', 'whitespace_after_from', 'whitespace_before_import', 'whitespace_after_import')
+    _node_fields = ('module', 'names', 'relative', 'lpar', 'rpar', 'semicolon', 'whitespace_after_lazy', 'whitespace_after_from', 'whitespace_before_import', 'whitespace_after_import')
     relative = ()
     lpar = None
     rpar = None
@@ -477,6 +527,7 @@ class LazyImportFrom(BaseSmallStatement):
 
 class MatchCase(CSTNode):
     _fields = ('pattern', 'body', 'guard', 'leading_lines', 'whitespace_after_case', 'whitespace_before_if', 'whitespace_after_if', 'whitespace_before_colon')
+    _node_fields = ('pattern', 'body', 'guard', 'leading_lines', 'whitespace_after_case', 'whitespace_before_if', 'whitespace_after_if', 'whitespace_before_colon')
     guard = None
     leading_lines = ()
     whitespace_after_case = None
@@ -487,6 +538,7 @@ class MatchCase(CSTNode):
 
 class MatchKeywordElement(CSTNode):
     _fields = ('key', 'pattern', 'comma', 'whitespace_before_equal', 'whitespace_after_equal')
+    _node_fields = ('key', 'pattern', 'comma', 'whitespace_before_equal', 'whitespace_after_equal')
     comma = _DEFAULT
     whitespace_before_equal = None
     whitespace_after_equal = None
@@ -494,6 +546,7 @@ class MatchKeywordElement(CSTNode):
 
 class MatchMappingElement(CSTNode):
     _fields = ('key', 'pattern', 'comma', 'whitespace_before_colon', 'whitespace_after_colon')
+    _node_fields = ('key', 'pattern', 'comma', 'whitespace_before_colon', 'whitespace_after_colon')
     comma = _DEFAULT
     whitespace_before_colon = None
     whitespace_after_colon = None
@@ -501,6 +554,7 @@ class MatchMappingElement(CSTNode):
 
 class MatchOrElement(CSTNode):
     _fields = ('pattern', 'separator')
+    _node_fields = ('pattern', 'separator')
     separator = _DEFAULT
 
 
@@ -514,15 +568,18 @@ class MatchSequence(MatchPattern):
 
 class MatchSequenceElement(CSTNode):
     _fields = ('value', 'comma')
+    _node_fields = ('value', 'comma')
     comma = _DEFAULT
 
 
 class MatchSingleton(MatchPattern):
     _fields = ('value',)
+    _node_fields = ('value',)
 
 
 class MatchStar(CSTNode):
     _fields = ('name', 'comma', 'whitespace_before_name')
+    _node_fields = ('name', 'comma', 'whitespace_before_name')
     name = None
     comma = _DEFAULT
     whitespace_before_name = None
@@ -530,37 +587,44 @@ class MatchStar(CSTNode):
 
 class MatchTuple(MatchSequence):
     _fields = ('patterns', 'lpar', 'rpar')
+    _node_fields = ('patterns', 'lpar', 'rpar')
     lpar = None
     rpar = None
 
 
 class MatchValue(MatchPattern):
     _fields = ('value',)
+    _node_fields = ('value',)
 
 
 class NameItem(CSTNode):
     _fields = ('name', 'comma')
+    _node_fields = ('name', 'comma')
     comma = _DEFAULT
 
 
 class Nonlocal(BaseSmallStatement):
     _fields = ('names', 'whitespace_after_nonlocal', 'semicolon')
+    _node_fields = ('names', 'whitespace_after_nonlocal', 'semicolon')
     whitespace_after_nonlocal = None
     semicolon = _DEFAULT
 
 
 class ParamSpec(CSTNode):
     _fields = ('name', 'whitespace_after_star')
+    _node_fields = ('name', 'whitespace_after_star')
     whitespace_after_star = None
 
 
 class Pass(BaseSmallStatement):
     _fields = ('semicolon',)
+    _node_fields = ('semicolon',)
     semicolon = _DEFAULT
 
 
 class Raise(BaseSmallStatement):
     _fields = ('exc', 'cause', 'whitespace_after_raise', 'semicolon')
+    _node_fields = ('exc', 'cause', 'whitespace_after_raise', 'semicolon')
     exc = None
     cause = None
     whitespace_after_raise = _DEFAULT
@@ -569,6 +633,7 @@ class Raise(BaseSmallStatement):
 
 class Return(BaseSmallStatement):
     _fields = ('value', 'whitespace_after_return', 'semicolon')
+    _node_fields = ('value', 'whitespace_after_return', 'semicolon')
     value = None
     whitespace_after_return = _DEFAULT
     semicolon = _DEFAULT
@@ -576,6 +641,7 @@ class Return(BaseSmallStatement):
 
 class TypeAlias(BaseSmallStatement):
     _fields = ('name', 'value', 'type_parameters', 'whitespace_after_type', 'whitespace_after_name', 'whitespace_after_type_parameters', 'whitespace_after_equals', 'semicolon')
+    _node_fields = ('name', 'value', 'type_parameters', 'whitespace_after_type', 'whitespace_after_name', 'whitespace_after_type_parameters', 'whitespace_after_equals', 'semicolon')
     type_parameters = None
     whitespace_after_type = None
     whitespace_after_name = _DEFAULT
@@ -586,6 +652,7 @@ class TypeAlias(BaseSmallStatement):
 
 class TypeParam(CSTNode):
     _fields = ('param', 'comma', 'equal', 'star', 'whitespace_after_star', 'default')
+    _node_fields = ('param', 'comma', 'equal', 'whitespace_after_star', 'default')
     comma = _DEFAULT
     equal = _DEFAULT
     star = ''
@@ -595,6 +662,7 @@ class TypeParam(CSTNode):
 
 class TypeParameters(CSTNode):
     _fields = ('params', 'lbracket', 'rbracket')
+    _node_fields = ('params', 'lbracket', 'rbracket')
     params = ()
     lbracket = None
     rbracket = None
@@ -602,17 +670,20 @@ class TypeParameters(CSTNode):
 
 class TypeVar(CSTNode):
     _fields = ('name', 'bound', 'colon')
+    _node_fields = ('name', 'bound', 'colon')
     bound = None
     colon = _DEFAULT
 
 
 class TypeVarTuple(CSTNode):
     _fields = ('name', 'whitespace_after_star')
+    _node_fields = ('name', 'whitespace_after_star')
     whitespace_after_star = None
 
 
 class WithItem(CSTNode):
     _fields = ('item', 'asname', 'comma')
+    _node_fields = ('item', 'asname', 'comma')
     asname = None
     comma = _DEFAULT
 
@@ -627,10 +698,12 @@ class BaseParenthesizableWhitespace(CSTNode):
 
 class Comment(BaseValueToken):
     _fields = ('value',)
+    _node_fields = ()
 
 
 class EmptyLine(CSTNode):
     _fields = ('indent', 'whitespace', 'comment', 'newline')
+    _node_fields = ('whitespace', 'comment', 'newline')
     indent = True
     whitespace = None
     comment = None
@@ -639,11 +712,13 @@ class EmptyLine(CSTNode):
 
 class Newline(BaseLeaf):
     _fields = ('value',)
+    _node_fields = ()
     value = None
 
 
 class ParenthesizedWhitespace(BaseParenthesizableWhitespace):
     _fields = ('first_line', 'empty_lines', 'indent', 'last_line')
+    _node_fields = ('first_line', 'empty_lines', 'last_line')
     first_line = None
     empty_lines = ()
     indent = False
@@ -652,10 +727,12 @@ class ParenthesizedWhitespace(BaseParenthesizableWhitespace):
 
 class SimpleWhitespace(BaseParenthesizableWhitespace, BaseValueToken):
     _fields = ('value',)
+    _node_fields = ()
 
 
 class TrailingWhitespace(CSTNode):
     _fields = ('whitespace', 'comment', 'newline')
+    _node_fields = ('whitespace', 'comment', 'newline')
     whitespace = None
     comment = None
     newline = None
@@ -687,24 +764,28 @@ class BaseString(BaseExpression):
 
 class BinaryOperation(BaseExpression):
     _fields = ('left', 'operator', 'right', 'lpar', 'rpar')
+    _node_fields = ('left', 'operator', 'right', 'lpar', 'rpar')
     lpar = ()
     rpar = ()
 
 
 class BooleanOperation(BaseExpression):
     _fields = ('left', 'operator', 'right', 'lpar', 'rpar')
+    _node_fields = ('left', 'operator', 'right', 'lpar', 'rpar')
     lpar = ()
     rpar = ()
 
 
 class Comparison(BaseExpression):
     _fields = ('left', 'comparisons', 'lpar', 'rpar')
+    _node_fields = ('left', 'comparisons', 'lpar', 'rpar')
     lpar = ()
     rpar = ()
 
 
 class ConcatenatedString(BaseString):
     _fields = ('left', 'right', 'lpar', 'rpar', 'whitespace_between')
+    _node_fields = ('left', 'right', 'lpar', 'rpar', 'whitespace_between')
     lpar = ()
     rpar = ()
     whitespace_between = None
@@ -726,6 +807,7 @@ class ConcatenatedString(BaseString):
 
 class DictElement(BaseDictElement):
     _fields = ('key', 'value', 'comma', 'whitespace_before_colon', 'whitespace_after_colon')
+    _node_fields = ('key', 'value', 'comma', 'whitespace_before_colon', 'whitespace_after_colon')
     comma = _DEFAULT
     whitespace_before_colon = None
     whitespace_after_colon = None
@@ -733,17 +815,20 @@ class DictElement(BaseDictElement):
 
 class Element(BaseElement):
     _fields = ('value', 'comma')
+    _node_fields = ('value', 'comma')
     comma = _DEFAULT
 
 
 class Ellipsis(BaseExpression):
     _fields = ('lpar', 'rpar')
+    _node_fields = ('lpar', 'rpar')
     lpar = ()
     rpar = ()
 
 
 class Float(BaseNumber):
     _fields = ('value', 'lpar', 'rpar')
+    _node_fields = ('lpar', 'rpar')
     lpar = ()
     rpar = ()
 
@@ -754,6 +839,7 @@ class Float(BaseNumber):
 
 class IfExp(BaseExpression):
     _fields = ('test', 'body', 'orelse', 'lpar', 'rpar', 'whitespace_before_if', 'whitespace_after_if', 'whitespace_before_else', 'whitespace_after_else')
+    _node_fields = ('test', 'body', 'orelse', 'lpar', 'rpar', 'whitespace_before_if', 'whitespace_after_if', 'whitespace_before_else', 'whitespace_after_else')
     lpar = ()
     rpar = ()
     whitespace_before_if = None
@@ -764,6 +850,7 @@ class IfExp(BaseExpression):
 
 class Imaginary(BaseNumber):
     _fields = ('value', 'lpar', 'rpar')
+    _node_fields = ('lpar', 'rpar')
     lpar = ()
     rpar = ()
 
@@ -774,6 +861,7 @@ class Imaginary(BaseNumber):
 
 class Integer(BaseNumber):
     _fields = ('value', 'lpar', 'rpar')
+    _node_fields = ('lpar', 'rpar')
     lpar = ()
     rpar = ()
 
@@ -784,6 +872,7 @@ class Integer(BaseNumber):
 
 class Lambda(BaseExpression):
     _fields = ('params', 'body', 'colon', 'lpar', 'rpar', 'whitespace_after_lambda')
+    _node_fields = ('params', 'body', 'colon', 'lpar', 'rpar', 'whitespace_after_lambda')
     colon = None
     lpar = ()
     rpar = ()
@@ -792,6 +881,7 @@ class Lambda(BaseExpression):
 
 class NamedExpr(BaseExpression):
     _fields = ('target', 'value', 'lpar', 'rpar', 'whitespace_before_walrus', 'whitespace_after_walrus')
+    _node_fields = ('target', 'value', 'lpar', 'rpar', 'whitespace_before_walrus', 'whitespace_after_walrus')
     lpar = ()
     rpar = ()
     whitespace_before_walrus = None
@@ -800,12 +890,14 @@ class NamedExpr(BaseExpression):
 
 class StarredDictElement(BaseDictElement):
     _fields = ('value', 'comma', 'whitespace_before_value')
+    _node_fields = ('value', 'comma', 'whitespace_before_value')
     comma = _DEFAULT
     whitespace_before_value = None
 
 
 class StarredElement(BaseElement, BaseExpression, _BaseParenthesizedNode):
     _fields = ('value', 'comma', 'lpar', 'rpar', 'whitespace_before_value')
+    _node_fields = ('value', 'comma', 'lpar', 'rpar', 'whitespace_before_value')
     comma = _DEFAULT
     lpar = ()
     rpar = ()
@@ -814,12 +906,14 @@ class StarredElement(BaseElement, BaseExpression, _BaseParenthesizedNode):
 
 class UnaryOperation(BaseExpression):
     _fields = ('operator', 'expression', 'lpar', 'rpar')
+    _node_fields = ('operator', 'expression', 'lpar', 'rpar')
     lpar = ()
     rpar = ()
 
 
 class Yield(BaseExpression):
     _fields = ('value', 'lpar', 'rpar', 'whitespace_after_yield')
+    _node_fields = ('value', 'lpar', 'rpar', 'whitespace_after_yield')
     value = None
     lpar = ()
     rpar = ()
@@ -840,6 +934,7 @@ class _BaseSetOrDict(BaseExpression):
 
 class Add(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' + '
@@ -847,6 +942,7 @@ class Add(BaseBinaryOp, _BaseOneTokenOp):
 
 class AddAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' += '
@@ -854,6 +950,7 @@ class AddAssign(BaseAugOp, _BaseOneTokenOp):
 
 class AssignEqual(_BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
 
@@ -864,6 +961,7 @@ class BaseBooleanOp(_BaseOneTokenOp):
 
 class BitAnd(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' & '
@@ -871,6 +969,7 @@ class BitAnd(BaseBinaryOp, _BaseOneTokenOp):
 
 class BitAndAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' &= '
@@ -878,6 +977,7 @@ class BitAndAssign(BaseAugOp, _BaseOneTokenOp):
 
 class BitOr(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' | '
@@ -885,6 +985,7 @@ class BitOr(BaseBinaryOp, _BaseOneTokenOp):
 
 class BitOrAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' |= '
@@ -892,6 +993,7 @@ class BitOrAssign(BaseAugOp, _BaseOneTokenOp):
 
 class BitXor(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' ^ '
@@ -899,6 +1001,7 @@ class BitXor(BaseBinaryOp, _BaseOneTokenOp):
 
 class BitXorAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' ^= '
@@ -906,18 +1009,21 @@ class BitXorAssign(BaseAugOp, _BaseOneTokenOp):
 
 class Colon(_BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
 
 
 class Comma(_BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
 
 
 class Divide(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' / '
@@ -925,6 +1031,7 @@ class Divide(BaseBinaryOp, _BaseOneTokenOp):
 
 class DivideAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' /= '
@@ -932,12 +1039,14 @@ class DivideAssign(BaseAugOp, _BaseOneTokenOp):
 
 class Dot(_BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
 
 
 class Equal(BaseCompOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' == '
@@ -945,6 +1054,7 @@ class Equal(BaseCompOp, _BaseOneTokenOp):
 
 class FloorDivide(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' // '
@@ -952,6 +1062,7 @@ class FloorDivide(BaseBinaryOp, _BaseOneTokenOp):
 
 class FloorDivideAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' //= '
@@ -959,6 +1070,7 @@ class FloorDivideAssign(BaseAugOp, _BaseOneTokenOp):
 
 class GreaterThan(BaseCompOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' > '
@@ -966,6 +1078,7 @@ class GreaterThan(BaseCompOp, _BaseOneTokenOp):
 
 class GreaterThanEqual(BaseCompOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' >= '
@@ -973,6 +1086,7 @@ class GreaterThanEqual(BaseCompOp, _BaseOneTokenOp):
 
 class In(BaseCompOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' in '
@@ -980,6 +1094,7 @@ class In(BaseCompOp, _BaseOneTokenOp):
 
 class Is(BaseCompOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' is '
@@ -987,6 +1102,7 @@ class Is(BaseCompOp, _BaseOneTokenOp):
 
 class IsNot(BaseCompOp, _BaseTwoTokenOp):
     _fields = ('whitespace_before', 'whitespace_between', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_between', 'whitespace_after')
     whitespace_before = None
     whitespace_between = None
     whitespace_after = None
@@ -995,6 +1111,7 @@ class IsNot(BaseCompOp, _BaseTwoTokenOp):
 
 class LeftShift(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' << '
@@ -1002,6 +1119,7 @@ class LeftShift(BaseBinaryOp, _BaseOneTokenOp):
 
 class LeftShiftAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' <<= '
@@ -1009,6 +1127,7 @@ class LeftShiftAssign(BaseAugOp, _BaseOneTokenOp):
 
 class LessThan(BaseCompOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' < '
@@ -1016,6 +1135,7 @@ class LessThan(BaseCompOp, _BaseOneTokenOp):
 
 class LessThanEqual(BaseCompOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' <= '
@@ -1023,6 +1143,7 @@ class LessThanEqual(BaseCompOp, _BaseOneTokenOp):
 
 class MatrixMultiply(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' @ '
@@ -1030,6 +1151,7 @@ class MatrixMultiply(BaseBinaryOp, _BaseOneTokenOp):
 
 class MatrixMultiplyAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' @= '
@@ -1037,6 +1159,7 @@ class MatrixMultiplyAssign(BaseAugOp, _BaseOneTokenOp):
 
 class Modulo(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' % '
@@ -1044,6 +1167,7 @@ class Modulo(BaseBinaryOp, _BaseOneTokenOp):
 
 class ModuloAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' %= '
@@ -1051,6 +1175,7 @@ class ModuloAssign(BaseAugOp, _BaseOneTokenOp):
 
 class Multiply(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' * '
@@ -1058,6 +1183,7 @@ class Multiply(BaseBinaryOp, _BaseOneTokenOp):
 
 class MultiplyAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' *= '
@@ -1065,6 +1191,7 @@ class MultiplyAssign(BaseAugOp, _BaseOneTokenOp):
 
 class NotEqual(BaseCompOp, _BaseOneTokenOp):
     _fields = ('value', 'whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     value = '!='
     whitespace_before = None
     whitespace_after = None
@@ -1073,6 +1200,7 @@ class NotEqual(BaseCompOp, _BaseOneTokenOp):
 
 class NotIn(BaseCompOp, _BaseTwoTokenOp):
     _fields = ('whitespace_before', 'whitespace_between', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_between', 'whitespace_after')
     whitespace_before = None
     whitespace_between = None
     whitespace_after = None
@@ -1081,6 +1209,7 @@ class NotIn(BaseCompOp, _BaseTwoTokenOp):
 
 class Or(BaseBooleanOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' or '
@@ -1088,6 +1217,7 @@ class Or(BaseBooleanOp):
 
 class Power(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' ** '
@@ -1095,6 +1225,7 @@ class Power(BaseBinaryOp, _BaseOneTokenOp):
 
 class PowerAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' **= '
@@ -1102,6 +1233,7 @@ class PowerAssign(BaseAugOp, _BaseOneTokenOp):
 
 class RightShift(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' >> '
@@ -1109,6 +1241,7 @@ class RightShift(BaseBinaryOp, _BaseOneTokenOp):
 
 class RightShiftAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' >>= '
@@ -1116,12 +1249,14 @@ class RightShiftAssign(BaseAugOp, _BaseOneTokenOp):
 
 class Semicolon(_BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
 
 
 class Subtract(BaseBinaryOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' - '
@@ -1129,6 +1264,7 @@ class Subtract(BaseBinaryOp, _BaseOneTokenOp):
 
 class SubtractAssign(BaseAugOp, _BaseOneTokenOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' -= '
@@ -1136,6 +1272,7 @@ class SubtractAssign(BaseAugOp, _BaseOneTokenOp):
 
 class AnnAssign(BaseSmallStatement):
     _fields = ('target', 'annotation', 'value', 'equal', 'semicolon')
+    _node_fields = ('target', 'annotation', 'value', 'equal', 'semicolon')
     value = None
     equal = _DEFAULT
     semicolon = _DEFAULT
@@ -1143,6 +1280,7 @@ class AnnAssign(BaseSmallStatement):
 
 class Assert(BaseSmallStatement):
     _fields = ('test', 'msg', 'comma', 'whitespace_after_assert', 'semicolon')
+    _node_fields = ('test', 'msg', 'comma', 'whitespace_after_assert', 'semicolon')
     msg = None
     comma = _DEFAULT
     whitespace_after_assert = None
@@ -1151,11 +1289,13 @@ class Assert(BaseSmallStatement):
 
 class Assign(BaseSmallStatement):
     _fields = ('targets', 'value', 'semicolon')
+    _node_fields = ('targets', 'value', 'semicolon')
     semicolon = _DEFAULT
 
 
 class AugAssign(BaseSmallStatement):
     _fields = ('target', 'operator', 'value', 'semicolon')
+    _node_fields = ('target', 'operator', 'value', 'semicolon')
     semicolon = _DEFAULT
 
 
@@ -1165,6 +1305,7 @@ class BaseCompoundStatement(BaseStatement):
 
 class ClassDef(BaseCompoundStatement):
     _fields = ('name', 'body', 'bases', 'keywords', 'decorators', 'lpar', 'rpar', 'leading_lines', 'lines_after_decorators', 'whitespace_after_class', 'whitespace_after_name', 'whitespace_before_colon', 'type_parameters', 'whitespace_after_type_parameters')
+    _node_fields = ('name', 'body', 'bases', 'keywords', 'decorators', 'lpar', 'rpar', 'leading_lines', 'lines_after_decorators', 'whitespace_after_class', 'whitespace_after_name', 'whitespace_before_colon', 'type_parameters', 'whitespace_after_type_parameters')
     bases = ()
     keywords = ()
     decorators = ()
@@ -1181,6 +1322,7 @@ class ClassDef(BaseCompoundStatement):
 
 class For(BaseCompoundStatement):
     _fields = ('target', 'iter', 'body', 'orelse', 'asynchronous', 'leading_lines', 'whitespace_after_for', 'whitespace_before_in', 'whitespace_after_in', 'whitespace_before_colon')
+    _node_fields = ('target', 'iter', 'body', 'orelse', 'asynchronous', 'leading_lines', 'whitespace_after_for', 'whitespace_before_in', 'whitespace_after_in', 'whitespace_before_colon')
     orelse = None
     asynchronous = None
     leading_lines = ()
@@ -1192,6 +1334,7 @@ class For(BaseCompoundStatement):
 
 class FunctionDef(BaseCompoundStatement):
     _fields = ('name', 'params', 'body', 'decorators', 'returns', 'asynchronous', 'leading_lines', 'lines_after_decorators', 'whitespace_after_def', 'whitespace_after_name', 'whitespace_before_params', 'whitespace_before_colon', 'type_parameters', 'whitespace_after_type_parameters')
+    _node_fields = ('name', 'params', 'body', 'decorators', 'returns', 'asynchronous', 'leading_lines', 'lines_after_decorators', 'whitespace_after_def', 'whitespace_after_name', 'whitespace_before_params', 'whitespace_before_colon', 'type_parameters', 'whitespace_after_type_parameters')
     decorators = ()
     returns = None
     asynchronous = None
@@ -1207,6 +1350,7 @@ class FunctionDef(BaseCompoundStatement):
 
 class If(BaseCompoundStatement):
     _fields = ('test', 'body', 'orelse', 'leading_lines', 'whitespace_before_test', 'whitespace_after_test')
+    _node_fields = ('test', 'body', 'orelse', 'leading_lines', 'whitespace_before_test', 'whitespace_after_test')
     orelse = None
     leading_lines = ()
     whitespace_before_test = None
@@ -1215,6 +1359,7 @@ class If(BaseCompoundStatement):
 
 class Match(BaseCompoundStatement):
     _fields = ('subject', 'cases', 'leading_lines', 'whitespace_after_match', 'whitespace_before_colon', 'whitespace_after_colon', 'indent', 'footer')
+    _node_fields = ('subject', 'cases', 'leading_lines', 'whitespace_after_match', 'whitespace_before_colon', 'whitespace_after_colon', 'footer')
     leading_lines = ()
     whitespace_after_match = None
     whitespace_before_colon = None
@@ -1225,6 +1370,7 @@ class Match(BaseCompoundStatement):
 
 class MatchAs(MatchPattern):
     _fields = ('pattern', 'name', 'whitespace_before_as', 'whitespace_after_as', 'lpar', 'rpar')
+    _node_fields = ('pattern', 'name', 'whitespace_before_as', 'whitespace_after_as', 'lpar', 'rpar')
     pattern = None
     name = None
     whitespace_before_as = _DEFAULT
@@ -1235,6 +1381,7 @@ class MatchAs(MatchPattern):
 
 class MatchClass(MatchPattern):
     _fields = ('cls', 'patterns', 'kwds', 'whitespace_after_cls', 'whitespace_before_patterns', 'whitespace_after_kwds', 'lpar', 'rpar')
+    _node_fields = ('cls', 'patterns', 'kwds', 'whitespace_after_cls', 'whitespace_before_patterns', 'whitespace_after_kwds', 'lpar', 'rpar')
     patterns = ()
     kwds = ()
     whitespace_after_cls = None
@@ -1246,6 +1393,7 @@ class MatchClass(MatchPattern):
 
 class MatchList(MatchSequence):
     _fields = ('patterns', 'lbracket', 'rbracket', 'lpar', 'rpar')
+    _node_fields = ('patterns', 'lbracket', 'rbracket', 'lpar', 'rpar')
     lbracket = None
     rbracket = None
     lpar = ()
@@ -1254,6 +1402,7 @@ class MatchList(MatchSequence):
 
 class MatchMapping(MatchPattern):
     _fields = ('elements', 'lbrace', 'rbrace', 'rest', 'whitespace_before_rest', 'trailing_comma', 'lpar', 'rpar')
+    _node_fields = ('elements', 'lbrace', 'rbrace', 'rest', 'whitespace_before_rest', 'trailing_comma', 'lpar', 'rpar')
     elements = ()
     lbrace = None
     rbrace = None
@@ -1266,24 +1415,28 @@ class MatchMapping(MatchPattern):
 
 class MatchOr(MatchPattern):
     _fields = ('patterns', 'lpar', 'rpar')
+    _node_fields = ('patterns', 'lpar', 'rpar')
     lpar = ()
     rpar = ()
 
 
 class SimpleStatementLine(_BaseSimpleStatement, BaseStatement):
     _fields = ('body', 'leading_lines', 'trailing_whitespace')
+    _node_fields = ('body', 'leading_lines', 'trailing_whitespace')
     leading_lines = ()
     trailing_whitespace = None
 
 
 class SimpleStatementSuite(_BaseSimpleStatement, BaseSuite):
     _fields = ('body', 'leading_whitespace', 'trailing_whitespace')
+    _node_fields = ('body', 'leading_whitespace', 'trailing_whitespace')
     leading_whitespace = None
     trailing_whitespace = None
 
 
 class Try(BaseCompoundStatement):
     _fields = ('body', 'handlers', 'orelse', 'finalbody', 'leading_lines', 'whitespace_before_colon')
+    _node_fields = ('body', 'handlers', 'orelse', 'finalbody', 'leading_lines', 'whitespace_before_colon')
     handlers = ()
     orelse = None
     finalbody = None
@@ -1293,6 +1446,7 @@ class Try(BaseCompoundStatement):
 
 class TryStar(BaseCompoundStatement):
     _fields = ('body', 'handlers', 'orelse', 'finalbody', 'leading_lines', 'whitespace_before_colon')
+    _node_fields = ('body', 'handlers', 'orelse', 'finalbody', 'leading_lines', 'whitespace_before_colon')
     orelse = None
     finalbody = None
     leading_lines = ()
@@ -1301,6 +1455,7 @@ class TryStar(BaseCompoundStatement):
 
 class While(BaseCompoundStatement):
     _fields = ('test', 'body', 'orelse', 'leading_lines', 'whitespace_after_while', 'whitespace_before_colon')
+    _node_fields = ('test', 'body', 'orelse', 'leading_lines', 'whitespace_after_while', 'whitespace_before_colon')
     orelse = None
     leading_lines = ()
     whitespace_after_while = None
@@ -1309,6 +1464,7 @@ class While(BaseCompoundStatement):
 
 class With(BaseCompoundStatement):
     _fields = ('items', 'body', 'asynchronous', 'leading_lines', 'lpar', 'rpar', 'whitespace_after_with', 'whitespace_before_colon')
+    _node_fields = ('items', 'body', 'asynchronous', 'leading_lines', 'lpar', 'rpar', 'whitespace_after_with', 'whitespace_before_colon')
     asynchronous = None
     leading_lines = ()
     lpar = _DEFAULT
@@ -1319,6 +1475,7 @@ class With(BaseCompoundStatement):
 
 class Await(BaseExpression):
     _fields = ('expression', 'lpar', 'rpar', 'whitespace_after_await')
+    _node_fields = ('expression', 'lpar', 'rpar', 'whitespace_after_await')
     lpar = ()
     rpar = ()
     whitespace_after_await = None
@@ -1350,6 +1507,7 @@ class BaseSimpleComp(BaseComp):
 
 class Call(_BaseExpressionWithArgs):
     _fields = ('func', 'args', 'lpar', 'rpar', 'whitespace_after_func', 'whitespace_before_args')
+    _node_fields = ('func', 'args', 'lpar', 'rpar', 'whitespace_after_func', 'whitespace_before_args')
     args = ()
     lpar = ()
     rpar = ()
@@ -1359,6 +1517,7 @@ class Call(_BaseExpressionWithArgs):
 
 class Dict(BaseDict):
     _fields = ('elements', 'lbrace', 'rbrace', 'lpar', 'rpar')
+    _node_fields = ('elements', 'lbrace', 'rbrace', 'lpar', 'rpar')
     lbrace = None
     rbrace = None
     lpar = ()
@@ -1367,6 +1526,7 @@ class Dict(BaseDict):
 
 class DictComp(BaseDict, BaseComp):
     _fields = ('key', 'value', 'for_in', 'lbrace', 'rbrace', 'lpar', 'rpar', 'whitespace_before_colon', 'whitespace_after_colon')
+    _node_fields = ('key', 'value', 'for_in', 'lbrace', 'rbrace', 'lpar', 'rpar', 'whitespace_before_colon', 'whitespace_after_colon')
     lbrace = None
     rbrace = None
     lpar = ()
@@ -1377,6 +1537,7 @@ class DictComp(BaseDict, BaseComp):
 
 class FormattedString(_BasePrefixedString):
     _fields = ('parts', 'start', 'end', 'lpar', 'rpar')
+    _node_fields = ('parts', 'lpar', 'rpar')
     start = 'f"'
     end = '"'
     lpar = ()
@@ -1393,12 +1554,14 @@ class FormattedString(_BasePrefixedString):
 
 class GeneratorExp(BaseSimpleComp):
     _fields = ('elt', 'for_in', 'lpar', 'rpar')
+    _node_fields = ('elt', 'for_in', 'lpar', 'rpar')
     lpar = None
     rpar = None
 
 
 class List(BaseList, BaseAssignTargetExpression, BaseDelTargetExpression):
     _fields = ('elements', 'lbracket', 'rbracket', 'lpar', 'rpar')
+    _node_fields = ('elements', 'lbracket', 'rbracket', 'lpar', 'rpar')
     lbracket = None
     rbracket = None
     lpar = ()
@@ -1407,6 +1570,7 @@ class List(BaseList, BaseAssignTargetExpression, BaseDelTargetExpression):
 
 class ListComp(BaseList, BaseSimpleComp):
     _fields = ('elt', 'for_in', 'lbracket', 'rbracket', 'lpar', 'rpar')
+    _node_fields = ('elt', 'for_in', 'lbracket', 'rbracket', 'lpar', 'rpar')
     lbracket = None
     rbracket = None
     lpar = ()
@@ -1415,12 +1579,14 @@ class ListComp(BaseList, BaseSimpleComp):
 
 class Name(BaseAssignTargetExpression, BaseDelTargetExpression):
     _fields = ('value', 'lpar', 'rpar')
+    _node_fields = ('lpar', 'rpar')
     lpar = ()
     rpar = ()
 
 
 class Set(BaseSet):
     _fields = ('elements', 'lbrace', 'rbrace', 'lpar', 'rpar')
+    _node_fields = ('elements', 'lbrace', 'rbrace', 'lpar', 'rpar')
     lbrace = None
     rbrace = None
     lpar = ()
@@ -1429,6 +1595,7 @@ class Set(BaseSet):
 
 class SetComp(BaseSet, BaseSimpleComp):
     _fields = ('elt', 'for_in', 'lbrace', 'rbrace', 'lpar', 'rpar')
+    _node_fields = ('elt', 'for_in', 'lbrace', 'rbrace', 'lpar', 'rpar')
     lbrace = None
     rbrace = None
     lpar = ()
@@ -1437,6 +1604,7 @@ class SetComp(BaseSet, BaseSimpleComp):
 
 class SimpleString(_BasePrefixedString):
     _fields = ('value', 'lpar', 'rpar')
+    _node_fields = ('lpar', 'rpar')
     lpar = ()
     rpar = ()
 
@@ -1465,6 +1633,7 @@ class SimpleString(_BasePrefixedString):
 
 class StarredDictComp(BaseDict, BaseComp):
     _fields = ('value', 'for_in', 'lbrace', 'rbrace', 'lpar', 'rpar', 'whitespace_before_value')
+    _node_fields = ('value', 'for_in', 'lbrace', 'rbrace', 'lpar', 'rpar', 'whitespace_before_value')
     lbrace = None
     rbrace = None
     lpar = ()
@@ -1474,6 +1643,7 @@ class StarredDictComp(BaseDict, BaseComp):
 
 class Subscript(BaseAssignTargetExpression, BaseDelTargetExpression):
     _fields = ('value', 'slice', 'lbracket', 'rbracket', 'lpar', 'rpar', 'whitespace_after_value')
+    _node_fields = ('value', 'slice', 'lbracket', 'rbracket', 'lpar', 'rpar', 'whitespace_after_value')
     lbracket = None
     rbracket = None
     lpar = ()
@@ -1483,6 +1653,7 @@ class Subscript(BaseAssignTargetExpression, BaseDelTargetExpression):
 
 class TemplatedString(_BasePrefixedString):
     _fields = ('parts', 'start', 'end', 'lpar', 'rpar')
+    _node_fields = ('parts', 'lpar', 'rpar')
     start = 't"'
     end = '"'
     lpar = ()
@@ -1491,12 +1662,14 @@ class TemplatedString(_BasePrefixedString):
 
 class Tuple(BaseAssignTargetExpression, BaseDelTargetExpression):
     _fields = ('elements', 'lpar', 'rpar')
+    _node_fields = ('elements', 'lpar', 'rpar')
     lpar = None
     rpar = None
 
 
 class And(BaseBooleanOp):
     _fields = ('whitespace_before', 'whitespace_after')
+    _node_fields = ('whitespace_before', 'whitespace_after')
     whitespace_before = None
     whitespace_after = None
     _code = ' and '
@@ -1504,6 +1677,7 @@ class And(BaseBooleanOp):
 
 class Attribute(BaseAssignTargetExpression, BaseDelTargetExpression):
     _fields = ('value', 'attr', 'dot', 'lpar', 'rpar')
+    _node_fields = ('value', 'attr', 'dot', 'lpar', 'rpar')
     dot = None
     lpar = ()
     rpar = ()

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs
     from typing import Optional
 
 cst = lazy("reflint.nodes")
+_syntax = lazy("reflint.analysis.syntax")
 _analysis = lazy("reflint.analysis")
 _alternatives = lazy("reflint.analysis.alternatives")
 
@@ -102,7 +103,10 @@ def _assignments(analysis) -> dict:
     """name -> the `name = value` statements of the module (any scope)."""
     def build() -> dict:
         out: dict = {}
-        for node in analysis.syntax_index().of_type(cst.Assign, cst.AugAssign, cst.AnnAssign):
+        kinds = (cst.Assign, cst.AugAssign, cst.AnnAssign)
+        for node, _, _ in _syntax.small_statements(analysis.module):
+            if type(node) not in kinds:
+                continue
             if type(node) is cst.Assign:
                 for t in node.targets:
                     if type(t.target) is cst.Name:

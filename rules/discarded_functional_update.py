@@ -6,7 +6,7 @@ from reflint.diagnostics import UNSAFE, Edit, Fix
 from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal
 
-from ._common import parents_of, ref_name
+from ._common import ref_name
 from .array_item_assignment import _is_local
 
 cst = lazy("reflint.nodes")
@@ -104,12 +104,12 @@ class DiscardedFunctionalUpdate(Rule):
     triggers = r"\bat\s*\["
 
     def check(self, analysis):
-        for func, stmt, call in _discarded_updates(analysis):
+        for func, stmt, call, blocks in _discarded_updates(analysis):
             receiver = call.func.value.value.value
             value = analysis.value_of(receiver)
             if not isinstance(value, ArrayVal) and not analysis.not_a_ref(receiver, func, stmt):
                 continue  # may be a ref (`plgpu.remote_ref(...)`), whose update writes
-            if _expects_error(analysis, stmt):
+            if _expects_error(blocks):
                 continue
             method = call.func.attr.value
             inner = receiver.value if isinstance(receiver, cst.Subscript) else None
@@ -129,12 +129,11 @@ class DiscardedFunctionalUpdate(Rule):
             yield Finding(stmt, msg, fix=_fix_factory(stmt, receiver, func, ref is not None))
 
 
-def _expects_error(analysis, stmt) -> bool:
-    """``stmt`` runs inside `with self.assertRaises(...)`, `pytest.raises`, `warns`,
-    `assertNoWarnings` ...: a test calling the update for its error or warning."""
-    parents = parents_of(analysis)
-    n = parents.get(id(stmt))
-    while n is not None and type(n) not in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+def _expects_error(blocks) -> bool:
+    """The statement runs inside `with self.assertRaises(...)`, `pytest.raises`, `warns`,
+    `assertNoWarnings` ... (``blocks``: its enclosing compound statements in its function): a
+    test calling the update for its error or warning."""
+    for n in blocks:
         if type(n) is cst.With:
             for item in n.items:
                 call = item.item
@@ -143,24 +142,22 @@ def _expects_error(analysis, stmt) -> bool:
                     f.value if isinstance(f, cst.Name) else ""
                 if name.startswith("assert") or name in ("raises", "warns", "catch_warnings"):
                     return True
-        n = parents.get(id(n))
     return False
 
 
 def _discarded_updates(analysis) -> list:
-    """(function, statement, call) for every expression statement `X.at[i].method(...)` in a
-    function's or the module's own statements (not a class body's)."""
+    """(function, statement, call, enclosing blocks) for every expression statement
+    `X.at[i].method(...)` in a function's or the module's own statements (not a class
+    body's)."""
     def build() -> list:
         out = []
-        index = analysis.syntax_index()
-        for node in index.of_type(cst.Expr):
-            if not _is_at_update(node.value):
+        for node, scope, blocks in _syntax.small_statements(analysis.module):
+            if type(node) is not cst.Expr or not _is_at_update(node.value):
                 continue
-            scope = index.enclosing(node, _syntax._SCOPES)
             info = analysis.module_info if scope is None else \
                 analysis.function_of(scope) if type(scope) is cst.FunctionDef else None
             if info is not None:
-                out.append((info, node, node.value))
+                out.append((info, node, node.value, blocks))
         return out
 
     return analysis.cached("discarded updates", build)

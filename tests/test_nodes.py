@@ -109,6 +109,10 @@ def test_conversion_keeps_every_node_and_field(path):
                 assert v == w, (type(n).__name__, f)
         if isinstance(n, cst.BaseExpression):
             assert ours.code_for_node(n) == theirs.code_for_node(c)
+        for f in set(n._fields) - set(n._node_fields):  # what child_nodes never reads
+            v = getattr(n, f)
+            assert not any(isinstance(x, cst.CSTNode)
+                           for x in (v if isinstance(v, (list, tuple)) else (v,))), f
     everything, stack = set(), [theirs]
     while stack:
         c = stack.pop()

@@ -158,3 +158,28 @@ def _uses_by_walk(body, name: str) -> list:
                 continue
         stack.extend(reversed(child_nodes(node)))  # field order, as the rules' walks
     return out
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast tree", "libcst"])
+def test_small_statements_are_the_index_s_with_their_scope_and_blocks(fast):
+    """syntax.small_statements (a walk of statements only) finds every small statement the
+    whole-module index has, with the nearest function or class and the compound statements
+    in between, as the parents say."""
+    from reflint.analysis.syntax import small_statements
+
+    sources = [SOURCE] + [open(p, encoding="utf-8").read() for p in fixture_files()[::25]]
+    for source in sources:
+        a = _analysis(source, fast)
+        index = a.syntax_index()
+        found = list(small_statements(a.module))
+        got = {id(s): (scope, blocks) for s, scope, blocks in found}
+        want = [n for n in index.nodes if isinstance(n, cst.BaseSmallStatement)]
+        assert [id(s) for s, _, _ in found] == [id(n) for n in want]  # the index's order
+        for stmt in want:
+            scope, blocks = got[id(stmt)]
+            chain, n = [], index.parent(stmt)
+            while n is not None and type(n) not in (cst.FunctionDef, cst.ClassDef):
+                if isinstance(n, cst.BaseCompoundStatement):
+                    chain.append(n)
+                n = index.parent(n)
+            assert scope is n and list(blocks) == chain[::-1]

@@ -80,6 +80,7 @@ class CSTNode:
     """A syntax node. ``Name("x")`` or ``Name(value="x")``: the arguments fill ``_fields``."""
 
     _fields: tuple = ()
+    _node_fields: tuple = ()  # the fields whose annotation allows a node
 
     def __init__(self, *args, **kwargs) -> None:
         d = self.__dict__
@@ -243,6 +244,28 @@ def _layout(name: str) -> bool:
     return name in ("dot", "comma", "colon", "equal", "semicolon") or name.startswith("whitespace")
 
 
+def _may_hold_node(tp) -> bool:
+    """Whether a field annotated ``tp`` can hold a node (or a sequence of nodes); unsure: yes."""
+    import typing
+
+    if isinstance(tp, typing.ForwardRef):
+        tp = tp.__forward_arg__
+    if isinstance(tp, str):
+        found = getattr(cst, tp.strip("'\""), None)
+        return not isinstance(found, type) or issubclass(found, cst.CSTNode)
+    if isinstance(tp, type):
+        if issubclass(tp, cst.CSTNode):
+            return True
+        if tp in (str, bytes, int, float, bool, type(None)) or issubclass(tp, cst.MaybeSentinel):
+            return False
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is typing.Literal:
+        return False
+    if args:
+        return any(_may_hold_node(a) for a in args)
+    return True
+
+
 _OPERATORS = (cst.BaseBinaryOp, cst.BaseAugOp, cst.BaseUnaryOp, cst.BaseBooleanOp,
               cst.BaseCompOp)
 
@@ -261,6 +284,8 @@ def generate() -> str:
         if dataclasses.is_dataclass(c) and not inspect.isabstract(c):
             fields = dataclasses.fields(c)
             lines.append(f"    _fields = {tuple(f.name for f in fields)!r}")
+            holding = tuple(f.name for f in fields if _may_hold_node(f.type))
+            lines.append(f"    _node_fields = {holding!r}")
             for f in fields:
                 d = _default(c.__name__, f)
                 if d is not None:

@@ -59,7 +59,7 @@ def child_nodes(node) -> list:
     fields = _FIELDS.get(type(node))
     if fields is None:
         fields = _FIELDS[type(node)] = tuple(
-            f for f in node._fields if not _is_layout_field(f))
+            f for f in node._node_fields if not _is_layout_field(f))
     out = []
     is_node = _IS_NODE
     for name in fields:
@@ -78,6 +78,37 @@ def child_nodes(node) -> list:
                 if flag:
                     out.append(v)
     return out
+
+
+# The nodes that hold statements (below a module): statements and their suites and clauses.
+_STATEMENT_HOLDERS = (cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine,
+                      cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally,
+                      cst.MatchCase)
+
+
+def small_statements(module):
+    """Every small statement (``Expr``, ``Assign``, ``Return`` ...) of ``module``, as
+    ``(statement, scope, blocks)``: the nearest enclosing function or class definition (None
+    at module level) and the compound statements between it and the statement, outermost
+    first. Walks statements only, never into expressions (which hold none): a tenth of a
+    whole-module walk."""
+    holders = _STATEMENT_HOLDERS
+    small, compound = cst.BaseSmallStatement, cst.BaseCompoundStatement
+    stack = [(module, None, ())]
+    pop, push = stack.pop, stack.append
+    while stack:  # depth first, in field order (as SyntaxIndex.nodes)
+        node, scope, blocks = pop()
+        if isinstance(node, small):
+            yield node, scope, blocks
+            continue
+        t = type(node)
+        if t is cst.FunctionDef or t is cst.ClassDef:
+            scope, blocks = node, ()
+        elif isinstance(node, compound):
+            blocks = blocks + (node,)
+        for child in reversed(child_nodes(node)):
+            if isinstance(child, holders) or isinstance(child, small):
+                push((child, scope, blocks))
 
 
 class SyntaxIndex:
