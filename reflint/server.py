@@ -10,7 +10,9 @@ text:
   ``per-file-ignores``, ``noqa``; files that configuration excludes get none, as with
   ``--force-exclude``). Each has the rule code, a link to the rule's page (``codeDescription``)
   and, where the rule knows it, where the ref was created (``relatedInformation``).
-  Published on open and save at once, on change after a short pause (``debounce``).
+  Published on open and save at once; on change at once too ("latest wins": while an
+  analysis of the document runs, the edits that arrive are coalesced and only the newest
+  text is analysed when it ends; ``--debounce`` waits that long after the last edit instead).
   A notebook (LSP notebook sync, VS Code's ``vscode-notebook-cell:`` documents) is linted as
   ``reflint check`` lints an ``.ipynb``: its code cells as one program, in order; each
   finding is published on its cell's document, at its line in the cell.
