@@ -435,6 +435,11 @@ class ReflintServer(LanguageServer):
     def publish(self, state: DocState, version, text: str, nb, path: str, settings,
                 found: tuple) -> None:
         raw, facts = found
+        if facts is None and nb is None and state.facts is not None and \
+                state.text is not None and not state.ipynb and \
+                not any(d.code == PARSE_ERROR for d in raw):
+            # A keystroke in a name: the facts of the text before, moved (no tokenizing).
+            facts = server_reuse.edited_facts(state.text, state.facts, text)
         same_text = state.text is not None and state.facts is not None and facts is not None \
             and raw is state.raw and text.count("\n") == state.text.count("\n")
         state.version, state.text, state.path, state.settings = version, text, path, settings
