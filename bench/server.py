@@ -8,9 +8,11 @@ Prints, each a median over repeated runs (and min/max):
   with a finding opened right after ``initialize`` (what a user opening one file waits for);
 * launch -> the first diagnostics when that first file is the big one;
 * keystroke -> diagnostics on the big file (one character per ``didChange``, incremental,
-  each waiting for the diagnostics of its version; the server's 50 ms debounce included):
-  typing in a comment (a trailing comment on a line without findings), and typing in code
-  (a name in a statement; every keystroke a new analysis of the whole file).
+  each waiting for the first diagnostics of its version; the server analyses an edit at
+  once, "latest wins"): typing in a comment (a trailing comment on a line without findings),
+  and typing in code (a name in a statement; every keystroke a new analysis of the whole
+  file, with the project as it was before the keystroke: reflint.server_project's
+  provisional findings, settled when typing pauses).
 
 The big file is ``--file`` cut at the top-level statement or class member nearest to
 ``--lines`` (e.g. JAX's tests/pallas/pallas_test.py: ``/work/corpus/jax/...``), or by default

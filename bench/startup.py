@@ -8,8 +8,8 @@ Measures, on files it writes to a scratch folder:
   examples/pallas_rmsnorm.py, each with a missing ``[...]``), and the same file fixed;
 * ``reflint server``: time from launch to the ``initialize`` answer, then for the same small
   and 2,000-line files the per-keystroke latency, from a ``didChange`` notification (one
-  character typed) to the ``publishDiagnostics`` for that version, the server's debounce
-  (50 ms) included, driven over stdio by pygls's LanguageClient;
+  character typed) to the ``publishDiagnostics`` for that version (the server's
+  ``--debounce``, 0 by default, included), driven over stdio by pygls's LanguageClient;
 * whether ``import reflint.cli`` imports libcst (it must not).
 
 Not a test: nothing fails on timings. Run on a quiet machine; Python's bytecode cache

@@ -10,7 +10,9 @@ text:
   ``per-file-ignores``, ``noqa``; files that configuration excludes get none, as with
   ``--force-exclude``). Each has the rule code, a link to the rule's page (``codeDescription``)
   and, where the rule knows it, where the ref was created (``relatedInformation``).
-  Published on open and save at once, on change after a short pause (``debounce``).
+  Published on open and save at once; on change at once too ("latest wins": while an
+  analysis of the document runs, the edits that arrive are coalesced and only the newest
+  text is analysed when it ends; ``--debounce`` waits that long after the last edit instead).
   A notebook (LSP notebook sync, VS Code's ``vscode-notebook-cell:`` documents) is linted as
   ``reflint check`` lints an ``.ipynb``: its code cells as one program, in order; each
   finding is published on its cell's document, at its line in the cell.
@@ -32,7 +34,10 @@ are published when it ends (``--max-analysis-time`` stops it instead). Each docu
 most one analysis in flight; edits that arrive meanwhile are coalesced, and a result is
 published only if it is for the document's current version. An edit that only changes a
 comment is answered at once with the findings it cannot change (reflint.server_reuse), and
-the last few texts of each document are remembered (undo, type-and-delete).
+the last few texts of each document are remembered (undo, type-and-delete). An edit of a
+document in a project is analysed with the project as it was before the edit, without
+summarizing the text first (provisional findings), and settled once typing pauses
+(``SETTLE_DELAY``; reflint.server_project).
 """
 
 from __future__ import annotations
@@ -64,6 +69,9 @@ log = logging.getLogger("reflint.server")
 
 PARSE_ERROR = "REF900"
 CACHED_TEXTS = 4  # per document: results of its last texts (undo, type-and-delete)
+# Seconds without an edit after provisional findings (reflint.server_project.analyse) before
+# they are settled: typing goes on without a summary per keystroke.
+SETTLE_DELAY = 0.2
 
 
 @dataclass
@@ -95,6 +103,11 @@ class DocState:
     stale: int = 0
     fresh: int = 0
     propagate: bool = False
+    # The published findings are provisional (computed with the project as the worker built
+    # it before the edit, reflint.server_project.analyse): what it was built from; ``settle``
+    # checks them against the project of the text SETTLE_DELAY after the last edit.
+    basis: Optional[dict] = None
+    settle_timer: Optional[asyncio.TimerHandle] = None
 
 
 class ReflintProtocol(LanguageServerProtocol):
@@ -299,6 +312,8 @@ class ReflintServer(LanguageServer):
             state.timer.cancel()
             state.timer = None
         self.publish(state, version, text, nb, state.path, settings, found)
+        if state.basis is not None:  # as provisional as the findings it reused
+            self.schedule_settle(state)
         return True
 
     def path_of(self, state: DocState) -> str:
@@ -331,6 +346,7 @@ class ReflintServer(LanguageServer):
                 path = self.path_of(state)
                 settings, excluded = self.settings_for(path)
                 found = self.quick(state, text, settings) if path == state.path else None
+                reused = found is not None
                 if found is None:
                     if settings is None or excluded:
                         found = [], None
@@ -357,8 +373,16 @@ class ReflintServer(LanguageServer):
                     continue  # superseded while it ran: analyse the new text instead
                 self.publish(state, version, text, nb, path, settings, found[:2])
                 state.fresh = wanted
-                if len(found) > 2:
-                    server_project.after_analysis(self, state, found[2], propagate)
+                if reused:  # as provisional as the findings it reused
+                    if state.basis is not None:
+                        self.schedule_settle(state)
+                elif len(found) > 2 and found[2].get("basis") is not None:
+                    state.basis = found[2]["basis"]
+                    self.schedule_settle(state)
+                else:
+                    self.unsettled(state)
+                    if len(found) > 2:
+                        server_project.after_analysis(self, state, found[2], propagate)
                 # (the loop ends at its top unless the project made the findings stale)
         finally:
             state.running = False
@@ -379,8 +403,10 @@ class ReflintServer(LanguageServer):
                                   future=future)
         else:  # the line facts come later (facts_later): not on the way to the findings
             ctx = server_project.server_context(self, state, path)
+            # An edit of a published document: provisional findings if they come sooner.
             call = self._lint(text, path, settings) if ctx is None else \
-                self.pool.call(server_project.analyse, text, path, settings, ctx)
+                self.pool.call(server_project.analyse, text, path, settings, ctx, False,
+                               state.text is not None)
         task = asyncio.ensure_future(call)
         try:
             try:
@@ -399,6 +425,63 @@ class ReflintServer(LanguageServer):
         except Exception as e:  # noqa: BLE001 - report, never crash the server
             log.exception("analysis failed")
             return [_crash(path, e)], None
+
+    def schedule_settle(self, state: DocState) -> None:
+        if state.settle_timer is not None:
+            state.settle_timer.cancel()
+        loop = asyncio.get_running_loop()
+        state.settle_timer = loop.call_later(
+            SETTLE_DELAY, lambda: loop.create_task(self.settle(state.uri)))
+
+    def unsettled(self, state: DocState) -> None:
+        """The published findings are not provisional (any more)."""
+        state.basis = None
+        if state.settle_timer is not None:
+            state.settle_timer.cancel()
+            state.settle_timer = None
+
+    async def settle(self, uri: str) -> None:
+        """Check provisional findings (``DocState.basis``) against the project of the text
+        they are published for, once no edit came for SETTLE_DELAY: they stand when that
+        project is built from the same inputs (reflint.server_project.settle), else the text
+        is analysed with it and its findings are published if they differ. Then the other
+        documents that read from this one are checked, as after any analysis."""
+        state = self.docs.get(uri)
+        if state is None or state.basis is None:
+            return
+        state.settle_timer = None
+        subject = self.subject(state)
+        if subject is None:
+            return
+        if state.running or subject[0] != state.version or subject[1] != state.text:
+            # An edit being analysed, or on its way: its findings replace these (and are
+            # settled in turn); until then, look again later.
+            self.schedule_settle(state)
+            return
+        version, text, path, settings, basis = \
+            state.version, state.text, state.path, state.settings, state.basis
+        ctx = server_project.server_context(self, state, path)
+        try:
+            if ctx is None:  # no project any more: the findings of the text alone
+                diags, info = await self._lint(text, path, settings)
+            else:
+                diags, info = await self.pool.call(server_project.settle, text, path,
+                                                   settings, ctx, basis)
+        except Exception:  # noqa: BLE001 - the next edit analyses the document again
+            log.exception("settling provisional findings failed")
+            return
+        if self.docs.get(uri) is not state or state.basis is not basis or \
+                state.version != version or state.text != text:
+            return  # edited meanwhile: its own analysis published since, or will
+        self.unsettled(state)
+        if diags is not None:
+            lines = split_lines(text)
+            if [diagnostic_json(d, lines, uri, self.encoding) for d in diags] != \
+                    state.lsp.get(uri):
+                self.publish(state, version, text, None, path, settings,
+                             (diags, state.facts))
+        if info is not None:
+            server_project.after_analysis(self, state, info, True)
 
     async def _lint(self, text: str, path: str, settings) -> tuple:
         return await self.pool.call(server_worker.lint_text, text, path, settings), None
@@ -433,6 +516,11 @@ class ReflintServer(LanguageServer):
     def publish(self, state: DocState, version, text: str, nb, path: str, settings,
                 found: tuple) -> None:
         raw, facts = found
+        if facts is None and nb is None and state.facts is not None and \
+                state.text is not None and not state.ipynb and \
+                not any(d.code == PARSE_ERROR for d in raw):
+            # A keystroke in a name: the facts of the text before, moved (no tokenizing).
+            facts = server_reuse.edited_facts(state.text, state.facts, text)
         same_text = state.text is not None and state.facts is not None and facts is not None \
             and raw is state.raw and text.count("\n") == state.text.count("\n")
         state.version, state.text, state.path, state.settings = version, text, path, settings
@@ -528,6 +616,7 @@ class ReflintServer(LanguageServer):
             return
         if state.timer is not None:
             state.timer.cancel()
+        self.unsettled(state)
         server_project.closed(self, state)
         for target in (state.lsp or {uri: None}):
             self.cell_owner.pop(target, None)

@@ -31,7 +31,10 @@ from . import server_project, server_worker
 
 log = logging.getLogger("reflint.server")
 
-DEFAULT_DEBOUNCE = 0.05  # seconds after the last change before a document is analysed
+# Seconds after the last change before a document is analysed. 0: "latest wins": an edit is
+# analysed at once unless its document is being analysed; then only the newest text is kept,
+# and analysed when the running analysis ends (edits typed meanwhile coalesce).
+DEFAULT_DEBOUNCE = 0.0
 DEFAULT_TIMEOUT = 30.0  # seconds before a slow analysis is reported as still running
 DEFAULT_WORKERS = 2
 FIX_ALL_KIND = "source.fixAll.reflint"
@@ -551,8 +554,9 @@ def parse_args(argv):
     p.add_argument("--workers", type=int, default=DEFAULT_WORKERS,
                    help=f"analysis processes (default {DEFAULT_WORKERS})")
     p.add_argument("--debounce", type=float, default=DEFAULT_DEBOUNCE,
-                   help=f"seconds after the last edit before analysing "
-                        f"(default {DEFAULT_DEBOUNCE})")
+                   help=f"seconds after the last edit before analysing; 0: at once, "
+                        f"unless the document is being analysed: then its newest text is "
+                        f"analysed when that analysis ends (default {DEFAULT_DEBOUNCE:g})")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                    help=f"seconds after which an analysis still running is reported as such "
                         f"(a REF904 'still analysing' on the document); it goes on in the "

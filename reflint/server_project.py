@@ -19,6 +19,15 @@ jitted function defined in another module ... give the same findings as on the c
   ``.reflint_cache`` folder at ROOT, or ``REFLINT_CACHE_DIR``: where ``reflint check`` put
   it). The directory listing is walked again only when a directory's mtime changed (a file
   added or removed) or every ``RESCAN_S`` seconds.
+- **Provisional findings.** Summarizing the edited buffer is most of that rebuild (a
+  2,000-line file: ~70 ms, half an analysis), and a keystroke rarely changes its summary. So
+  an edit of a document analysed before is analysed with the project the worker built last,
+  when only that buffer's text changed since (``analyse(..., provisional=True)``): its summary
+  of the document is an older text's. The server publishes these findings at once and, once
+  no edit came for a moment, asks ``settle``: it builds the project of the text, and when
+  that project is built from the same inputs (the same disk and other buffers, an equal
+  summary of the document) the findings stand; otherwise the text is analysed with it and
+  its findings, if they differ, are published. Either way the dependents are checked then.
 - **Dependents.** With its findings, a worker returns the digest of what each open document
   of the same ROOT reads from the project (``ProjectView.digest``). The server keeps the
   digest each document's findings were computed with; after an edit of one document, every
@@ -176,9 +185,9 @@ class _Tree:
 
     # -- the project -------------------------------------------------------------------------
 
-    def project_for(self, buffers: dict):
-        """The project with ``buffers`` (path -> text) over the disk: the one built last if
-        nothing changed, else built again from memoized summaries."""
+    def inputs(self, buffers: dict) -> Optional[tuple]:
+        """(fingerprint, files, buffer hashes, disk stamps) of the project with ``buffers``
+        (path -> text) over the disk; None when it is too large to build."""
         self.scan()
         if self.too_large:
             return None
@@ -196,9 +205,17 @@ class _Tree:
             except OSError:
                 disk.append((f, None, None))
         fingerprint = (tuple(disk), tuple(sorted(hashes.items())))
+        return fingerprint, files, hashes, {f: (m, s) for f, m, s in disk}
+
+    def project_for(self, buffers: dict):
+        """The project with ``buffers`` (path -> text) over the disk: the one built last if
+        nothing changed, else built again from memoized summaries."""
+        got = self.inputs(buffers)
+        if got is None:
+            return None
+        fingerprint, files, hashes, stamps = got
         if fingerprint == self.fingerprint and self.project is not None:
             return self.project
-        stamps = {f: (m, s) for f, m, s in disk}
         previous, self.project = self.project, None
         self.project = _build(self, files, buffers, hashes, stamps, previous)
         self.fingerprint = fingerprint
@@ -346,6 +363,8 @@ def _build(tree: _Tree, files: list, buffers: dict, hashes: dict, stamps: dict,
         summaries.append(s)
     project = Project(summaries, tree.root)
     project.summarized = fresh
+    # Each file's summary before ``complete`` (``settle`` compares a buffer's).
+    project.raw_summaries = dict(zip(files, summaries))
 
     def calls_of(s, names: frozenset):
         path = os.path.abspath(s.path)
@@ -425,12 +444,21 @@ def _tree(root: str) -> _Tree:
     return t
 
 
-def analyse(text: str, path: str, settings, ctx: dict, facts: bool = False) -> tuple:
+def analyse(text: str, path: str, settings, ctx: dict, facts: bool = False,
+            provisional: bool = False) -> tuple:
     """(diagnostics, line facts or None, info) of ``text`` at ``path`` analysed with the
     project of ``ctx["root"]`` active (``ctx["buffers"]``: the open buffers under it);
     ``info``: ``{"root", "digest": this document's view digest, "others": {path: digest}
     of the other buffers, "files", "built", "memo"}``. Without a project (too large, or
-    building it failed), the document is analysed alone and ``digest`` is None."""
+    building it failed), the document is analysed alone and ``digest`` is None.
+
+    ``provisional`` (an edit of a document analysed before): when the only thing that
+    changed since this worker built its project is this buffer's text, and its new summary
+    is not known yet, the text is analysed with that project as it is (its summary of the
+    document is the previous text's) instead of summarizing the text first: the findings
+    come a summary sooner. ``info["basis"]`` then says what that project was built from, and
+    ``settle`` (after publishing) says whether the project of the text itself gives the same
+    findings. ``info["digest"]`` is None then (the dependents are checked by ``settle``)."""
     from . import server_worker
 
     path_abs = os.path.abspath(path)
@@ -447,6 +475,17 @@ def analyse(text: str, path: str, settings, ctx: dict, facts: bool = False) -> t
     if not root:
         return server_worker.lint_text(text, path, settings), line_facts, info
     with _LOCK:
+        basis = None
+        if provisional:
+            try:
+                basis = _basis(_tree(root), buffers, path_abs)
+            except Exception:  # noqa: BLE001 - analysed with its own project
+                basis = None
+        if basis is not None:
+            previous = _tree(root).project
+            info["basis"] = basis
+            info["files"] = len(previous.by_path)
+            return _lint_with(previous, text, path, settings), line_facts, info
         project = None
         try:
             tree = _tree(root)
@@ -458,29 +497,117 @@ def analyse(text: str, path: str, settings, ctx: dict, facts: bool = False) -> t
             project = None
         if project is None:
             return server_worker.lint_text(text, path, settings), line_facts, info
-        digest = _digest(project, path_abs)
-        info["digest"] = digest if digest is not None else ""
-        for p in buffers:
-            if p != path_abs:
+        return _checked(project, text, path_abs, path, settings, buffers, info), \
+            line_facts, info
+
+
+def _checked(project, text: str, path_abs: str, path: str, settings, buffers: dict,
+             info: dict) -> list:
+    """The diagnostics of ``text`` with ``project`` (the one of these ``buffers``) active,
+    from the memo when its view's digest is one they were computed with; fills ``info``'s
+    digests."""
+    digest = _digest(project, path_abs)
+    info["digest"] = digest if digest is not None else ""
+    for p in buffers:
+        if p != path_abs:
+            d = _digest(project, p)
+            if d is not None:
+                info["others"][p] = d
+    key = (path_abs, _hash(text), digest)
+    hit = _RESULTS.get(key)
+    if hit is not None and hit[0] == settings:
+        _RESULTS.move_to_end(key)
+        info["memo"] = True
+        return list(hit[1])
+    diags = _lint_with(project, text, path, settings)
+    if not any(d.code in ("REF903", "REF904") for d in diags):
+        _remember(_RESULTS, key, (settings, tuple(diags)), MAX_RESULTS)
+    return diags
+
+
+def _lint_with(project, text: str, path: str, settings) -> list:
+    from . import project as _project
+    from . import server_worker
+
+    _project.activate(project)
+    try:
+        return server_worker.lint_text(text, path, settings)
+    finally:
+        _project.activate(None)
+
+
+def _rest(fingerprint: tuple, path: str) -> str:
+    """A digest of a project's inputs but the buffer at ``path``: the disk's files and the
+    hashes of the other buffers."""
+    disk, hashes = fingerprint
+    rest = (disk, tuple(item for item in hashes if item[0] != path))
+    return hashlib.sha1(repr(rest).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _basis(tree: _Tree, buffers: dict, path: str) -> Optional[dict]:
+    """What a provisional analysis of the buffer at ``path`` is computed with (``analyse``):
+    ``{"rest": _rest, "summary": the document's summary there, "completed": whether the
+    project completed it (``Project.complete``)}``; None when ``tree``'s project is not the
+    one of these buffers but for that buffer's text (or is, or its summary is memoized)."""
+    previous = tree.project
+    if previous is None or tree.fingerprint is None:
+        return None
+    got = tree.inputs(buffers)
+    if got is None:
+        return None
+    fingerprint, _, hashes, _ = got
+    if fingerprint == tree.fingerprint or (path, tree.module(path), hashes[path]) in _SUMMARIES:
+        return None  # the project of this text is at hand, or cheap to build
+    raw = getattr(previous, "raw_summaries", {}).get(path)
+    rest = _rest(fingerprint, path)
+    if raw is None or rest != _rest(tree.fingerprint, path):
+        return None
+    return {"rest": rest, "summary": raw,
+            "completed": previous.by_path.get(path) is not raw}
+
+
+def settle(text: str, path: str, settings, ctx: dict, basis: dict) -> tuple:
+    """(diagnostics or None, info) of a provisional analysis of ``text`` (``analyse``; its
+    ``info["basis"]``): None when the project of ``text`` is built from the same inputs as
+    the one it was analysed with (the same disk and other buffers, an equal summary of the
+    document, not completed in either): its findings are exact; else the diagnostics of the
+    text with its own project. ``info``: ``analyse``'s, with the digests for the dependents."""
+    from . import server_worker
+
+    path_abs = os.path.abspath(path)
+    buffers = dict((ctx or {}).get("buffers") or {})
+    buffers[path_abs] = text
+    root = (ctx or {}).get("root")
+    info = {"root": root, "digest": None, "others": {}, "files": 0, "built": False,
+            "memo": False}
+    if not root:
+        return server_worker.lint_text(text, path, settings), info
+    with _LOCK:
+        try:
+            tree = _tree(root)
+            before = tree.project
+            project = tree.project_for(buffers)
+            info["built"] = project is not None and project is not before
+            info["files"] = len(project.by_path) if project is not None else 0
+        except Exception:  # noqa: BLE001 - a project is an extra: the file is still checked
+            project = None
+        if project is None:
+            return server_worker.lint_text(text, path, settings), info
+        raw = getattr(project, "raw_summaries", {}).get(path_abs)
+        if raw is not None and not basis["completed"] and \
+                project.by_path.get(path_abs) is raw and \
+                _rest(tree.fingerprint, path_abs) == basis["rest"] and raw == basis["summary"]:
+            for p in buffers:
                 d = _digest(project, p)
                 if d is not None:
-                    info["others"][p] = d
-        key = (path_abs, _hash(text), digest)
-        hit = _RESULTS.get(key)
-        if hit is not None and hit[0] == settings:
-            _RESULTS.move_to_end(key)
-            info["memo"] = True
-            return list(hit[1]), line_facts, info
-        from . import project as _project
-
-        _project.activate(project)
-        try:
-            diags = server_worker.lint_text(text, path, settings)
-        finally:
-            _project.activate(None)
-        if not any(d.code in ("REF903", "REF904") for d in diags):
-            _remember(_RESULTS, key, (settings, tuple(diags)), MAX_RESULTS)
-        return diags, line_facts, info
+                    if p == path_abs:
+                        info["digest"] = d
+                    else:
+                        info["others"][p] = d
+            if info["digest"] is None:
+                info["digest"] = ""
+            return None, info
+        return _checked(project, text, path_abs, path, settings, buffers, info), info
 
 
 # -- a run that reads the disk once (the flake8 plugin) ------------------------------------

@@ -94,6 +94,44 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
     return lo
 
 
+_NAME_CHARS = re.compile(r"[A-Za-z0-9_ ]*\Z")
+
+
+def edited_facts(old: str, facts: Optional[list], new: str) -> Optional[list]:
+    """The line facts of ``new`` from those of ``old`` (``facts``, which tokenized) without
+    tokenizing it, for the usual keystroke in code: an edit within one line that adds or
+    removes only ASCII letters, digits, ``_`` and spaces after the line's indentation, not
+    next to a quote (a string's prefix); the caller knows that ``new`` parses. Such an edit
+    moves no bracket, string, comment start or line end: only the column of a comment later
+    on the same line. None for any other edit (``line_facts`` then)."""
+    if facts is None or "\r" in new or "\x00" in new:
+        return None
+    p = _common_prefix(old, new)
+    s = _common_suffix(old, new, min(len(old), len(new)) - p)
+    removed, added = old[p:len(old) - s], new[p:len(new) - s]
+    if not (removed or added) or not _NAME_CHARS.match(removed) or \
+            not _NAME_CHARS.match(added):
+        return None
+    if new[p - 1:p] in ("'", '"') or new[p + len(added):p + len(added) + 1] in ("'", '"') or \
+            old[p + len(removed):p + len(removed) + 1] in ("'", '"'):
+        return None
+    line = old.count("\n", 0, p)
+    if line >= len(facts):
+        return None
+    start = old.rfind("\n", 0, p) + 1
+    end = old.find("\n", p)
+    old_line = old[start:len(old) if end < 0 else end]
+    indent = len(old_line) - len(old_line.lstrip(" \t"))
+    if p - start <= indent or indent == len(old_line):
+        return None  # in the indentation (or a blank line): it may change the blocks
+    fact = facts[line]
+    if fact < 0 or p - start > fact:
+        return facts  # no comment on the line, or the edit is inside it
+    out = list(facts)
+    out[line] = fact + len(added) - len(removed)
+    return out
+
+
 def touched_lines(diags: list) -> set:
     """The 1-based lines a finding is on: its range, its fix's edits, its related place."""
     lines: set = set()

@@ -147,6 +147,42 @@ def test_a_file_changed_on_disk_rebuilds(tmp_path):
     assert diags == [] and info["built"]
 
 
+def test_a_provisional_analysis_and_its_settling(tmp_path):
+    """An edit of a document analysed before is analysed with the project as this worker
+    built it (its summary of the document is the text's before: no summary per keystroke);
+    ``settle`` then says that the project of the new text gives the same findings (None), or
+    gives the text's own findings, with its digests for the dependents."""
+    root = _project(tmp_path)
+    k = os.path.join(root, "pkg", "kernels.py")
+    o = os.path.join(root, "pkg", "ops.py")
+    s = Settings()
+    renamed = KERNELS.replace("def scale(", "def scaled(")  # ops.py launches kernels.scale
+    diags, _, info = sp.analyse(renamed, k, s, sp.context(k, [], {k: renamed}), False, True)
+    assert diags == [] and "basis" not in info  # the first build: nothing to go on
+    # Renamed back: provisional, with the summary of the renamed text, which the settling
+    # corrects.
+    ctx = sp.context(k, [], {k: KERNELS})
+    diags, _, info = sp.analyse(KERNELS, k, s, ctx, False, True)
+    assert "basis" in info and info["digest"] is None
+    exact, settled = sp.settle(KERNELS, k, s, ctx, info["basis"])
+    assert [(d.code, d.line) for d in exact] == [("REF007", 5)]
+    assert "pkg/ops.py:8" in exact[0].message and settled["digest"]
+    assert exact == sp.analyse(KERNELS, k, s, ctx)[0]
+    # A keystroke that leaves the summary as it was: the provisional findings stand.
+    typed = KERNELS.replace("x_ref * 2\n", "x_ref * 23\n")
+    ctx = sp.context(k, [], {k: typed})
+    diags, _, info = sp.analyse(typed, k, s, ctx, False, True)
+    assert "basis" in info and [d.code for d in diags] == ["REF007"]
+    none, settled2 = sp.settle(typed, k, s, ctx, info["basis"])
+    assert none is None and settled2["digest"] == settled["digest"]
+    assert diags == sp.analyse(typed, k, s, ctx)[0]
+    # Another buffer changed too: analysed with the project of the buffers, not before it.
+    more = typed + "\n\ndef third(x_ref):\n    x_ref[...] = 1\n"
+    ctx = sp.context(k, [], {k: more, o: OPS_NO_LAUNCH})
+    diags, _, info = sp.analyse(more, k, s, ctx, False, True)
+    assert "basis" not in info and diags == [] and info["digest"] is not None
+
+
 def test_too_large_a_tree_is_analysed_alone(tmp_path, monkeypatch):
     root = _project(tmp_path, "big")
     k = os.path.join(root, "pkg", "kernels.py")
@@ -367,3 +403,21 @@ async def test_no_project_analyses_each_document_alone(no_project):
     kuri = from_fs_path(os.path.join(no_project.root, "pkg", "kernels.py"))
     open_doc(no_project, kuri, KERNELS)
     assert await published(no_project, kuri, 1, WAIT) == []
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_provisional_findings_settle_to_the_texts_own(client):
+    """An edit is answered with the project as it was (provisional findings, no summary on
+    the way); once typing pauses, the findings are those of the text's own project: here the
+    edit makes ops.py's launch name a kernel of this file again."""
+    root = client.root
+    k, o, kuri, ouri = _documents(root)
+    renamed = KERNELS.replace("def scale(", "def scaled(")
+    open_doc(client, kuri, renamed)
+    assert await published(client, kuri, 1, WAIT) == []
+    mark = len(client.published)
+    change_doc(client, kuri, 2, KERNELS)
+    await published(client, kuri, 2, WAIT)
+    await _until(client, kuri, ["REF007"], mark)
+    got = [p for _, p in client.published[mark:] if p.uri == kuri][-1]
+    assert got.version == 2 and "pkg/ops.py:8" in got.diagnostics[0].message

@@ -133,3 +133,68 @@ def test_successive_reuses_keep_the_facts_right():
             facts = got
         text = new
     assert reused >= 20
+
+
+def _name_edits(rng, text: str, n: int = 40):
+    """One-line edits as typing in code makes them: a name or a number lengthened or
+    shortened, a space typed; also next to quotes, comments and indentation."""
+    lines = text.split("\n")
+    for _ in range(n):
+        i = rng.randrange(len(lines))
+        line = lines[i]
+        col = rng.randrange(len(line) + 1)
+        if rng.random() < 0.3 and col < len(line):
+            end = min(len(line), col + rng.randint(1, 3))
+            new_line = line[:col] + line[end:]  # a deletion (whatever it removes)
+        else:
+            new_line = line[:col] + rng.choice(["x", "_1", " ", "ab", "f", "rb", "9"]) + \
+                line[col:]
+        yield "\n".join(lines[:i] + [new_line] + lines[i + 1:])
+
+
+def test_facts_moved_by_a_name_edit_are_line_facts():
+    """Differential: over the fixtures and random one-line edits, the facts the server
+    derives for a keystroke in code (``edited_facts``, when the new text parses) are what
+    tokenizing the new text gives."""
+    import ast
+
+    rng = random.Random(231)
+    files = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "**", "*.py"),
+                             recursive=True))
+    rng.shuffle(files)
+    derived = refused = 0
+    for path in files[:60] + [None]:
+        if path is None:
+            old = BUGGY
+        else:
+            with open(path, encoding="utf-8") as fh:
+                old = fh.read()
+        facts = server_reuse.line_facts(old)
+        if facts is None:
+            continue
+        for new in _name_edits(rng, old):
+            try:
+                ast.parse(new)
+            except (SyntaxError, ValueError):
+                continue  # the server tokenizes (or not) what does not parse
+            got = server_reuse.edited_facts(old, facts, new)
+            if got is None:
+                refused += 1
+                continue
+            derived += 1
+            assert got == server_reuse.line_facts(new), (path, new)
+    assert derived >= 100 and refused >= 20, (derived, refused)
+
+
+def test_facts_are_not_moved_across_structure():
+    facts = server_reuse.line_facts(BUGGY)
+    for old, new in [("def f(x):", "def f(x): "), ("    r = jax", "     r = jax"),
+                     ("    r = jax", "    xr = jax"), ("s = '''a", "s = f'''a"),
+                     ("return jnp", "return (jnp"), ("# a comment", "#x a comment")]:
+        edited = BUGGY.replace(old, new, 1)
+        got = server_reuse.edited_facts(BUGGY, facts, edited)
+        assert got is None or got == server_reuse.line_facts(edited), (old, new)
+    # The trailing comment moves with the code typed before it.
+    edited = BUGGY.replace("def f(x):", "def fgh(x):")
+    got = server_reuse.edited_facts(BUGGY, facts, edited)
+    assert got == server_reuse.line_facts(edited) and got[4] == facts[4] + 2
