@@ -683,9 +683,8 @@ def _cmd_check(args) -> int:
 
 def _start_project(args, files: list, jobs: int, read=None) -> None:
     """The summary phase (reflint.project): every checked module's summary, then the facts
-    each module reads from the others. ``--no-project``: every file alone. A project of one
-    module has no other module to hear from: no summary phase (``reflint check FILE``)."""
-    if getattr(args, "no_project", False) or len(set(files)) < 2:
+    each module reads from the others. ``--no-project``: every file alone."""
+    if getattr(args, "no_project", False) or not files:
         return
     from . import project as _project
 

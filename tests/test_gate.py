@@ -371,7 +371,7 @@ def analysis_facts(source, path):
     array_item = any(aia._array_reason(a, w.base, w.target.value, w.func) is not None
                      for w in a.item_writes)
     discarded = any(isinstance(a.value_of(call.func.value.value.value), ArrayVal)
-                    for _, _, call in dfu._discarded_updates(a))
+                    for _, _, call, _ in dfu._discarded_updates(a))
     return refs, leak, array_item, discarded
 
 
