@@ -70,7 +70,7 @@ def _lint_task(task) -> tuple:
 
     Everything after reading happens here, in parallel: decoding, the textual pre-filter (a
     file it rules out only gets a syntax check and its suppressions checked: stage
-    "skipped"), the ``ast`` stage (reflint.gate: "gated") and, for what is left, libcst and
+    "skipped"), the ``ast`` stage (reflint.gate: "gated") and, for what is left, the tree and
     the analysis ("analysed")."""
     index, path, data = task[:3]
     regex_done = len(task) > 3 and task[3]  # the parent's textual pre-filter kept it
@@ -249,14 +249,13 @@ def _pool_results(batches: list, settings: Settings, jobs: int, pending: dict):
 
 
 def _warm_for_fork() -> None:
-    """Import what every worker needs (libcst, the fast tree, the gate, the analysis, the
-    rules) once, here, before the workers are forked: they inherit it instead of each
+    """Import what every worker needs (the fast tree, the gate, the analysis, the rules; not
+    libcst, which only a fix's edits need) once, here, before the workers are forked: they inherit it instead of each
     importing it (about 0.4 CPU-s a worker); ``gc.freeze`` keeps the inherited objects out of
     the workers' collections, so their pages stay shared."""
     import importlib
 
-    for name in ("libcst", "reflint.fasttree", "reflint.gate", "reflint.analysis",
-                 "reflint.positions"):
+    for name in ("reflint.fasttree", "reflint.gate", "reflint.analysis"):
         importlib.import_module(name)
     all_rules()
     gc.freeze()
@@ -334,7 +333,7 @@ def check_paths(files: list, settings: Settings, jobs: int, cache=None,
             except (SyntaxError, UnicodeDecodeError, LookupError):
                 pass
     # Work done in this run: skipped by the textual pre-filter (a syntax check only), ruled
-    # out by its ast stage, analysed with libcst; cached: results read from the cache.
+    # out by its ast stage, analysed; cached: results read from the cache.
     info = {"files": len(files), "cached": cached, **counts}
     if stats is not None:
         stats.update(info)

@@ -958,7 +958,7 @@ def create_server(workers=DEFAULT_WORKERS, debounce: float = DEFAULT_DEBOUNCE,
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: ReflintServer, params) -> None:
-        ls.pool._get()  # start the workers (they import libcst) while the user reads
+        ls.pool._get()  # start the workers (they import the analysis) while the user reads
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: ReflintServer, params: types.DidOpenTextDocumentParams) -> None:

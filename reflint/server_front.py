@@ -1,7 +1,7 @@
 """The first moments of ``reflint server``, on the standard library only.
 
 Importing the protocol machinery (lsprotocol's types and pygls: ~0.5 CPU-s) and the analysis
-(libcst and reflint.analysis, in the workers: as much again) takes long enough for an editor
+(reflint.analysis, in the workers) takes long enough for an editor
 to notice. So ``reflint server`` starts here: it starts the worker processes at once (they
 import the analysis while the server imports pygls, on another core), starts importing
 reflint.server in a thread, and meanwhile reads the editor's messages itself. It answers

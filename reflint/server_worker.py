@@ -85,7 +85,7 @@ def fix_text(text: str, path: str, settings) -> tuple:
 
 
 def warm_up() -> Optional[str]:
-    """Import libcst and the analysis now (a worker's first document is then as fast as the
+    """Import the analysis now (a worker's first document is then as fast as the
     next ones): lint a tiny program with a finding."""
     from .settings import Settings
 
