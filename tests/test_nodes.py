@@ -123,7 +123,9 @@ def test_conversion_keeps_every_node_and_field(path):
 
 LITERALS = ['"a"', "'b'", 'r"\\d"', "b'x'", 'rb"""x\'y"""', "'''q'''", 'u"é"', '""', "''",
             '"a" "b"', 'f"x" "y"', '"""a""" "b" \'c\'', "0x1F", "1_000", "0o17",
-            "1.5e3", "2j", ".5", "1_0.0_1"]
+            "1.5e3", "2j", ".5", "1_0.0_1", '"""a\r\nb"""', "'''x\ny'''", 'b"\\xff"',
+            'R"\\n"', 'U"x"', 'BR"q"', '"\\t"', "0b101", "0XfF", "0_0", "'''\"'''",
+            "''''a'''", "'é'", 'b"""\r"""', 'F"{a}"', 'Rf"{a}"']
 
 
 @pytest.mark.parametrize("literal", LITERALS)
