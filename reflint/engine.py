@@ -462,8 +462,6 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
     if use_prefilter and not forced:
         if not regex_done and not prefilter(settings).search(source):
             return lint_non_candidate(source, path, settings)
-    if tree is None and _project() is not None:
-        tree = _project().take_tree(path, source)  # parsed by the summary phase
     if tree is None:
         tree = gate.parse(source)
     if tree is None:

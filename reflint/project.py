@@ -21,7 +21,6 @@ without one every file is analysed on its own, as before.
 
 from __future__ import annotations
 
-import ast
 import os
 from dataclasses import dataclass
 
@@ -34,8 +33,6 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs
 
 MAX_ROUNDS = 12  # fixpoint rounds over the wrappers (chains longer than this stay unknown)
 MAX_ALIAS_DEPTH = 16
-# Up to this many modules summarized in this process, their whole trees are kept for their checks.
-KEEP_TREES = 8
 # Library modules of the running environment read for their wrappers (a library's own
 # `pallas_call` drop-in), at most this many per run; never the registry's own packages.
 MAX_LIBRARY_MODULES = 64
@@ -144,7 +141,6 @@ class Project:
             if s.module and s.module not in self.modules:
                 self.modules[s.module] = s
         self.summarized = len(self.by_path)  # summaries made by this run (not cached)
-        self.trees: dict = {}  # abspath -> (text, ast tree) the summary phase kept (take_tree)
         self.wrappers: dict = {}  # qualname -> Wrapper
         self.launches: dict = {}  # qualname -> [Launch]
         self._solve()
@@ -170,15 +166,10 @@ class Project:
                 else:
                     cached[f] = got
         tasks = [(f, read) for f in todo]
-        trees: Optional[dict] = None
         if jobs > 1 and len(todo) > 8 and read is _read:
             fresh = _parallel(todo, jobs)
         else:
-            # A few modules (one file checked, a commit's files): each is parsed whole once,
-            # and its tree kept for its check (``take_tree``), where the summary alone would
-            # parse the parts it reads and the check the whole file again.
-            trees = {} if len(todo) <= KEEP_TREES else None
-            fresh = [_summarize_task(t, trees) for t in tasks]
+            fresh = [_summarize_task(t) for t in tasks]
         for f, s in zip(todo, fresh):
             if f in keys:
                 cache.put_summary(keys[f], s)
@@ -186,7 +177,6 @@ class Project:
         summaries = [cached[f] for f in files]
         project = cls(summaries, root)
         project.summarized = len(todo)
-        project.trees = trees or {}
 
         def calls_of(s: ModuleSummary, names: frozenset):
             text = read(s.path)
@@ -900,23 +890,13 @@ def _cached_summary(cache, path: str, keys: dict):
     return _MISS if got is MISS else got
 
 
-def _summarize_task(task, trees: Optional[dict] = None) -> Optional[ModuleSummary]:
-    """The summary of a module; with ``trees``, of its whole ``ast`` tree, kept there
-    (abspath -> (text, tree)) for its check."""
+def _summarize_task(task) -> Optional[ModuleSummary]:
     path, read = task
     try:
         text = read(path)
         if text is None:
             return None
-        tree = None
-        if trees is not None:
-            try:
-                tree = ast.parse(text, path)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
-            else:
-                trees[os.path.abspath(path)] = (text, tree)
-        return summarize(text, path, module_name(path)[1], tree=tree)
+        return summarize(text, path, module_name(path)[1])
     except Exception:  # noqa: BLE001 - a summary is an extra: never fail the run for it
         return None
 
@@ -962,16 +942,6 @@ def view_for(path: str) -> Optional[ProjectView]:
         return _ACTIVE.view(path)
     except Exception:  # noqa: BLE001 - a project fact must never cost the file its check
         return None
-
-
-def take_tree(path: str, source: str):
-    """The ``ast`` tree the summary phase parsed for ``path`` if its text was ``source`` (and
-    forget it: a file is checked once), else None."""
-    p = _ACTIVE
-    if p is None or not p.trees or not path:
-        return None
-    got = p.trees.pop(os.path.abspath(path), None)
-    return got[1] if got is not None and got[0] == source else None
 
 
 def must_analyse(path: str) -> bool:

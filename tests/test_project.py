@@ -12,7 +12,6 @@ functions followed across modules.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import io
 import json
@@ -605,38 +604,3 @@ def test_summaries_come_from_the_cache(tmp_path):
         if p.is_file() and p.parent.parent.name == "s":
             p.write_bytes(b"\0" * 40)
     assert rproject.Project.build(files, cache=cache).summarized == len(files)
-
-
-def test_a_small_run_checks_the_tree_its_summary_phase_parsed(tmp_path, monkeypatch):
-    """A few modules: the summary phase parses each whole once and its check reads that tree
-    (no second parse), with the findings of a run of each file alone; a file whose text
-    changed since is parsed again."""
-    from reflint import gate
-
-    _write_tree(tmp_path, {
-        "lib.py": "import jax\n\n\n@jax.jit\ndef get(r):\n    return r\n",
-        "main.py": "import jax\nimport lib\n\n\n@jax.jit\ndef f(x):\n    r = jax.new_ref(x)\n"
-                   "    return r\n\n\nbuf = jax.new_ref(1.0)\nlib.get(buf)\n",
-    })
-    monkeypatch.setenv("REFLINT_ISOLATE", "0")
-    parsed = []
-    real = gate.parse
-    monkeypatch.setattr(gate, "parse", lambda source: parsed.append(source) or real(source))
-    found = check(str(tmp_path), "--no-cache")
-    assert ("main.py", 8, "REF001") in found and ("lib.py", 6, "REF001") in found
-    assert parsed == []
-    # The tree is given only for the text it was parsed from.
-    project = rproject.Project.build([str(tmp_path / "main.py")])
-    rproject.activate(project)
-    try:
-        assert rproject.take_tree(str(tmp_path / "main.py"), "x = 1\n") is None
-        assert rproject.take_tree(str(tmp_path / "main.py"), "x = 1\n") is None  # taken once
-    finally:
-        rproject.activate(None)
-    project = rproject.Project.build([str(tmp_path / "main.py")])
-    rproject.activate(project)
-    try:
-        text = (tmp_path / "main.py").read_text()
-        assert isinstance(rproject.take_tree(str(tmp_path / "main.py"), text), ast.Module)
-    finally:
-        rproject.activate(None)
