@@ -1,15 +1,17 @@
 """The first moments of ``reflint server``, on the standard library only.
 
 Importing the protocol machinery (lsprotocol's types and pygls: ~0.5 CPU-s) and the analysis
-(reflint.analysis, in the workers) takes long enough for an editor
-to notice. So ``reflint server`` starts here: it starts the worker processes at once (they
-import the analysis while the server imports pygls, on another core), starts importing
-reflint.server in a thread, and meanwhile reads the editor's messages itself. It answers
-``initialize`` at once (the capabilities are static, ``capabilities``), and sends each document
-opened meanwhile to a worker, publishing its diagnostics as soon as they exist (JSON built by
-``diagnostic_json``, the same function the server uses later). When reflint.server is
-imported, the messages read so far are handed to it in order (its own answer to
-``initialize`` is dropped: the editor has one) and it serves the rest of the session.
+(reflint.analysis, in the workers) takes long enough for an editor to notice. So ``reflint
+server`` starts here: it starts the worker processes at once, and reads the editor's
+messages itself. It answers ``initialize`` at once (the capabilities are static,
+``capabilities``), and sends each document opened meanwhile to a worker, publishing its
+diagnostics as soon as they exist (JSON built by ``diagnostic_json``, the same function the
+server uses later). reflint.server is imported in a thread once those are published, or as
+soon as the editor sends anything else (``Front.go``; at most ``GO_TIMEOUT`` later): on two
+cores, importing it meanwhile would take the CPU the first analyses need (launch to first
+diagnostics: ~420 → ~300 ms). When it is imported, the messages read so far are handed to it
+in order (its own answer to ``initialize`` is dropped: the editor has one) and it serves the
+rest of the session.
 
 Also here, because both phases use them: the worker pool (``Workers``), the reader of the
 message stream (``FrameReader``: resynchronises after a malformed frame) and the conversion
@@ -37,6 +39,8 @@ log = logging.getLogger("reflint.server")
 DEFAULT_DEBOUNCE = 0.0
 DEFAULT_TIMEOUT = 30.0  # seconds before a slow analysis is reported as still running
 DEFAULT_WORKERS = 2
+# The longest the server phase's import waits for the first documents' analyses (seconds).
+GO_TIMEOUT = 1.0
 FIX_ALL_KIND = "source.fixAll.reflint"
 _LINE_SPLIT = re.compile(r"\r\n|\r|\n")  # LSP's line ends (the engine's too)
 
@@ -422,6 +426,9 @@ class Front:
         self.early: dict = {}
         self.published: dict = {}  # uri -> (version, text, path, settings, (diags, facts))
         self._resolver = None
+        # Set when the server phase is wanted: reflint.server (pygls: ~0.5 CPU-s) is imported
+        # then, not while the first document's analysis needs the CPU (see ``main``).
+        self.go = threading.Event()
 
     def write(self, obj) -> None:
         self.out.write(frame(obj))
@@ -430,11 +437,16 @@ class Front:
     def handle(self, event, events: "queue.Queue") -> None:
         kind, payload = event
         if kind == "result":
-            self._result(*payload)
+            try:
+                self._result(*payload)
+            finally:
+                if not any(not entry[4].done() for entry in self.early.values()):
+                    self.go.set()  # every early document published: the server's turn
             return
         self.pending.append(event)
         if kind != "message":
             self.closing = True
+            self.go.set()
             return
         try:
             msg = json.loads(payload)
@@ -444,6 +456,8 @@ class Front:
             return
         method = msg.get("method")
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        if method not in ("initialize", "initialized", "textDocument/didOpen"):
+            self.go.set()  # a request or an edit only the server phase answers
         if method == "initialize" and "id" in msg and not self.initialized:
             self._initialize(msg["id"], params)
         elif method == "textDocument/didOpen" and self.initialized and not self.closing:
@@ -452,6 +466,8 @@ class Front:
                     isinstance(doc.get("text"), str) and isinstance(doc.get("version"), int) \
                     and is_python(doc["uri"], doc.get("languageId")):
                 self._open(doc["uri"], doc["version"], doc["text"], events)
+            if not self.early:
+                self.go.set()  # nothing analysed here
         elif method in ("textDocument/didChange", "textDocument/didClose"):
             doc = params.get("textDocument")
             if isinstance(doc, dict):
@@ -536,7 +552,11 @@ class Front:
         self.pool.grow()
 
 
-def _import_server(events: "queue.Queue") -> None:
+def _import_server(events: "queue.Queue", go: Optional[threading.Event] = None) -> None:
+    if go is not None:
+        # The first documents' analyses (in the workers) first: this import would take the
+        # CPU they need (two cores: a worker and this process). At most a second's wait.
+        go.wait(GO_TIMEOUT)
     try:
         import importlib
 
@@ -601,9 +621,9 @@ def main(argv: Optional[list] = None) -> int:
         events: queue.Queue = queue.Queue()
         reader = FrameReader(sys.stdin.buffer, events.put)
         reader.start()
-        threading.Thread(target=_import_server, args=(events,), name="reflint-import",
-                         daemon=True).start()
         front = Front(pool, sys.stdout.buffer)
+        threading.Thread(target=_import_server, args=(events, front.go), name="reflint-import",
+                         daemon=True).start()
         front.project = not args.no_project
         while True:
             event = events.get()

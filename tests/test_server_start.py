@@ -141,3 +141,72 @@ def test_the_start_up_phase_hands_over(tmp_path):
         assert c.wait_for(lambda m: m.get("id") == rid, 60)["result"] is None
     finally:
         c.close()
+
+
+class _Pool:
+    """Workers whose analyses end when the test says (``futures``)."""
+
+    def __init__(self):
+        self.futures = []
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+
+        f = Future()
+        self.futures.append(f)
+        return f
+
+    def grow(self):
+        pass
+
+
+def _message(method, params, msg_id=None) -> tuple:
+    msg = {"jsonrpc": "2.0", "method": method, "params": params}
+    if msg_id is not None:
+        msg["id"] = msg_id
+    return ("message", json.dumps(msg).encode())
+
+
+def test_the_server_phase_waits_for_the_first_documents_diagnostics(tmp_path):
+    """reflint.server (pygls) is imported once the documents opened at start-up are
+    published (``Front.go``), not while their analyses need the CPU; at once when the
+    editor asks for something only the server phase answers, or opens nothing to analyse."""
+    import io
+    import queue
+
+    from reflint.server_front import Front
+
+    (tmp_path / "a.py").write_text(BUGGY)
+    uri = f"file://{tmp_path}/a.py"
+    for then, go_before_result in (("nothing", False), ("hover", True), ("text", False)):
+        pool = _Pool()
+        front = Front(pool, io.BytesIO())
+        front.project = False
+        events: queue.Queue = queue.Queue()
+        front.handle(_message("initialize", {"rootUri": f"file://{tmp_path}",
+                                             "capabilities": {}}, 1), events)
+        front.handle(_message("initialized", {}), events)
+        assert not front.go.is_set()
+        front.handle(_message("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": BUGGY}}), events)
+        assert len(pool.futures) == 1 and not front.go.is_set()
+        if then == "hover":
+            front.handle(_message("textDocument/hover", {
+                "textDocument": {"uri": uri}, "position": {"line": 6, "character": 20}}, 2),
+                events)
+        elif then == "text":
+            front.handle(_message("textDocument/didOpen", {"textDocument": {
+                "uri": f"file://{tmp_path}/notes.txt", "languageId": "plaintext",
+                "version": 1, "text": "x"}}), events)
+        assert front.go.is_set() == go_before_result, then
+        pool.futures[0].set_result(([], None))
+        front.handle(events.get(timeout=5), events)  # the result: published
+        assert front.go.is_set()
+        assert b"publishDiagnostics" in front.out.getvalue()
+    # Only a document reflint does not analyse: nothing to wait for.
+    front = Front(_Pool(), io.BytesIO())
+    front.handle(_message("initialize", {"capabilities": {}}, 1), queue.Queue())
+    front.handle(_message("textDocument/didOpen", {"textDocument": {
+        "uri": f"file://{tmp_path}/notes.txt", "languageId": "plaintext", "version": 1,
+        "text": "x"}}), queue.Queue())
+    assert front.go.is_set()
