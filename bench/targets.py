@@ -14,7 +14,13 @@ is printed with the numbers: on a shared machine CPU time is the figure to read 
 is not), and even CPU time grows under load (shared caches), so compare numbers taken in the
 same run. Not a test: nothing fails on timings.
 
+``--baseline DIR`` (a directory holding another build's ``reflint`` package, its rules at
+``reflint/rules``, e.g. ``git archive`` of a commit's ``reflint`` and ``rules``) times that
+build too, its runs interleaved with this one's: on a machine whose speed drifts (a shared
+VM), only numbers taken side by side compare.
+
     python bench/targets.py
+    python bench/targets.py --baseline /tmp/site_main --runs 5
     python bench/targets.py --python /path/venv/bin/python --ruff /path/ruff --runs 5
     python bench/targets.py --site /path/site-packages --pallas /path/pallas_test.py
 """
@@ -52,18 +58,27 @@ TINY = "import jax\n\nx = jax.numpy.zeros(3)\n"
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def measure(cmd: list, runs: int, cwd=None) -> tuple:
-    """(best CPU seconds, best wall seconds) of ``cmd`` over ``runs`` runs."""
-    cpu, wall = [], []
+def _run(cmd: list, cwd, env) -> tuple:
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=cwd, env=env)
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0
+    return usage.ru_utime + usage.ru_stime, time.perf_counter() - start
+
+
+def measure(cmd: list, runs: int, cwd=None, baseline_env=None) -> tuple:
+    """(best CPU seconds, best wall seconds) of ``cmd`` over ``runs`` runs; with
+    ``baseline_env``, also the baseline's (its runs interleaved with these)."""
+    mine, theirs = [], []
     for _ in range(runs):
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                cwd=cwd, env=ENV)
-        _, _, usage = os.wait4(proc.pid, 0)
-        proc.returncode = 0
-        wall.append(time.perf_counter() - start)
-        cpu.append(usage.ru_utime + usage.ru_stime)
-    return min(cpu), min(wall)
+        mine.append(_run(cmd, cwd, ENV))
+        if baseline_env is not None:
+            theirs.append(_run(cmd, cwd, baseline_env))
+    best = (min(c for c, _ in mine), min(w for _, w in mine))
+    if baseline_env is None:
+        return best
+    return best + (min(c for c, _ in theirs), min(w for _, w in theirs))
 
 
 def sources(site: str, packages: list) -> list:
@@ -73,13 +88,21 @@ def sources(site: str, packages: list) -> list:
     return out
 
 
-def line(name: str, value: float, unit: str, target: str = "", ruff=None) -> str:
+def line(name: str, value: float, unit: str, target: str = "", ruff=None,
+         base=None) -> str:
     text = f"  {name:<44} {value:8.3f} {unit}"
+    if base is not None:
+        text += f"   (baseline {base:.3f} {unit})"
     if ruff is not None:
         text += f"   (ruff {ruff:.3f} {unit})"
     if target:
         text += f"   target {target}"
     return text
+
+
+def _b(got: tuple, i: int):
+    """The baseline's figure ``i`` of a ``measure`` result, when it has one."""
+    return got[i] if len(got) > i else None
 
 
 def main(argv=None) -> int:
@@ -92,7 +115,14 @@ def main(argv=None) -> int:
     ap.add_argument("--packages", nargs="+", default=["jax", "flax", "optax", "chex"])
     ap.add_argument("--pallas", default="/work/corpus/jax/tests/pallas/pallas_test.py")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="a directory holding another build's reflint package, timed too")
     args = ap.parse_args(argv)
+    benv = None
+    if args.baseline:
+        benv = dict(ENV, PYTHONPATH=os.pathsep.join(
+            [os.path.abspath(args.baseline)] + [p for p in [ENV.get("PYTHONPATH")] if p]))
+        print(f"baseline: the reflint package in {args.baseline}")
     ruff = args.ruff if os.path.exists(args.ruff) else None
     reflint = [args.python, "-m", "reflint", "check", "--no-cache", "--exit-zero", "-q"]
     ruff_cmd = [ruff, "check", "--no-cache", "--exit-zero", "-q"] if ruff else None
@@ -106,18 +136,23 @@ def main(argv=None) -> int:
         # One untimed run first: Python's bytecode cache written, the OS's caches warm.
         subprocess.run(reflint + [tiny], cwd=tmp, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, env=ENV)
-        cpu, _ = measure(reflint + [tiny], args.runs, cwd=tmp)
+        if benv is not None:
+            subprocess.run(reflint + [tiny], cwd=tmp, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env=benv)
+        got = measure(reflint + [tiny], args.runs, tmp, benv)
+        cpu = got[0]
         rc = measure(ruff_cmd + [tiny], args.runs, cwd=tmp)[0] if ruff else None
         results["tiny"] = cpu
         print("start-up (a three-line file):")
-        print(line("reflint check tiny.py, CPU", cpu, "s", "<= 0.1", rc))
+        print(line("reflint check tiny.py, CPU", cpu, "s", "<= 0.1", rc, _b(got, 2)))
         # pallas_test.py
         if os.path.exists(args.pallas):
-            cpu, wall = measure(reflint + [args.pallas], args.runs, cwd=tmp)
+            got = measure(reflint + [args.pallas], args.runs, tmp, benv)
+            cpu = got[0]
             rc = measure(ruff_cmd + [args.pallas], args.runs, cwd=tmp)[0] if ruff else None
             results["pallas"] = cpu
             print(f"{args.pallas}:")
-            print(line("reflint check, CPU", cpu, "s", "<= 0.35", rc))
+            print(line("reflint check, CPU", cpu, "s", "<= 0.35", rc, _b(got, 2)))
         # The installed sources.
         files = sources(args.site, args.packages)
         dirs = [os.path.join(args.site, p) for p in args.packages
@@ -127,18 +162,21 @@ def main(argv=None) -> int:
             with open(floor_py, "w") as fh:
                 fh.write(FLOOR)
             floor, _ = measure([args.python, floor_py, *files], args.runs, cwd=tmp)
-            cpu1, wall1 = measure(reflint + ["-j", "1", *dirs], args.runs, cwd=tmp)
-            cpu2, wall2 = measure(reflint + ["-j", "2", *dirs], args.runs, cwd=tmp)
+            one = measure(reflint + ["-j", "1", *dirs], args.runs, tmp, benv)
+            two = measure(reflint + ["-j", "2", *dirs], args.runs, tmp, benv)
+            cpu1, wall1, cpu2, wall2 = one[0], one[1], two[0], two[1]
             rc = measure(ruff_cmd + dirs, args.runs, cwd=tmp)[0] if ruff else None
             results.update(floor=floor, cold=cpu1, j1=wall1, j2=wall2)
             print(f"{' '.join(args.packages)} ({len(files)} files), cold:")
             print(line("ast.parse of every file (the floor), CPU", floor, "s"))
-            print(line("reflint -j 1, CPU", cpu1, "s", "", rc))
-            print(line("reflint -j 1 CPU / floor", cpu1 / floor, "x", "<= 2"))
-            print(line("reflint -j 1, wall", wall1, "s"))
-            print(line("reflint -j 2, wall", wall2, "s"))
-            print(line("reflint -j 2 CPU", cpu2, "s"))
-            print(line("-j 2 wall / -j 1 wall", wall2 / wall1, "x", "<= 0.6"))
+            print(line("reflint -j 1, CPU", cpu1, "s", "", rc, _b(one, 2)))
+            print(line("reflint -j 1 CPU / floor", cpu1 / floor, "x", "<= 2",
+                       base=_b(one, 2) and _b(one, 2) / floor))
+            print(line("reflint -j 1, wall", wall1, "s", base=_b(one, 3)))
+            print(line("reflint -j 2, wall", wall2, "s", base=_b(two, 3)))
+            print(line("reflint -j 2 CPU", cpu2, "s", base=_b(two, 2)))
+            print(line("-j 2 wall / -j 1 wall", wall2 / wall1, "x", "<= 0.6",
+                       base=_b(two, 3) and _b(two, 3) / _b(one, 3)))
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0
 
