@@ -56,11 +56,9 @@ class CSTNode:
     _node_fields: tuple = ()  # the fields whose annotation allows a node
 
     def __init__(self, *args, **kwargs) -> None:
-        d = self.__dict__
         if args:
-            d.update(zip(self._fields, args))
-        if kwargs:
-            d.update(kwargs)
+            kwargs.update(zip(self._fields, args))
+        self.__dict__ = kwargs  # a fresh dict of this call: the node's fields
 
     def __repr__(self) -> str:
         given = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items() if k in self._fields)

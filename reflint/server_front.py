@@ -117,6 +117,16 @@ class Workers:
         if pool is not None and pool is self._pool:
             self._growing = None
             pool._max_workers = self.workers
+            # A submit starts a process only when no worker is idle: the first, idle once
+            # warm, would take every job. Start the others now.
+            spawn = getattr(pool, "_spawn_process", None)
+            processes = getattr(pool, "_processes", None)
+            if spawn is not None and isinstance(processes, dict):
+                try:
+                    while len(processes) < self.workers:
+                        spawn()
+                except Exception:  # noqa: BLE001 - the jobs below start them, or the next
+                    pass
             for _ in range(self.workers - 1):
                 try:
                     pool.submit(server_worker.warm_up)

@@ -91,3 +91,27 @@ def test_the_signal_path_kills_workers_while_the_pool_lock_is_held():
             w.close()
 
     asyncio.run(go())
+
+
+def test_grow_starts_every_worker():
+    """The pool starts with one worker (launch); ``grow`` starts the others, even while the
+    first is idle (a submit alone would hand every job to it): two jobs at once run in two
+    processes."""
+    async def go():
+        w = Workers(2, timeout=60)
+        try:
+            w.start()
+            first = await w.call(os.getpid)
+            w.grow()
+            pids = set()
+            for _ in range(20):
+                got = await asyncio.gather(w.call(time.sleep, 0.2), w.call(os.getpid),
+                                           w.call(os.getpid))
+                pids.update(got[1:])
+                if len(pids) == 2:
+                    break
+            assert first in pids and len(pids) == 2
+        finally:
+            w.close()
+
+    asyncio.run(go())
