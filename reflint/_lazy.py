@@ -1,10 +1,11 @@
 """Modules imported on first use, so that ``import reflint`` (and a check of a file that the
-pre-filter rules out) never pays for libcst and the analysis.
+pre-filter rules out) never pays for the analysis (nor libcst, which only fixes need).
 
-``cst = lazy("libcst")`` is a module object whose first attribute access imports libcst and
-copies its namespace in: from then on ``cst.Name`` is an ordinary module attribute lookup, as
-fast as with ``import libcst as cst``. Rule modules import libcst and the analysis this way,
-so loading the rules (for their codes, names and pre-filter triggers) stays cheap.
+``cst = lazy("reflint.nodes")`` is a module object whose first attribute access imports the
+module and copies its namespace in: from then on ``cst.Name`` is an ordinary module attribute
+lookup, as fast as with ``from reflint import nodes as cst``. Rule modules import the node
+classes and the analysis this way, so loading the rules (for their codes, names and
+pre-filter triggers) stays cheap.
 """
 
 from __future__ import annotations
