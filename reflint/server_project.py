@@ -461,12 +461,7 @@ def analyse(text: str, path: str, settings, ctx: dict, facts: bool = False,
     findings. ``info["digest"]`` is None then (the dependents are checked by ``settle``)."""
     from . import server_worker
 
-    path_abs = os.path.abspath(path)
-    buffers = dict((ctx or {}).get("buffers") or {})
-    buffers[path_abs] = text
-    root = (ctx or {}).get("root")
-    info = {"root": root, "digest": None, "others": {}, "files": 0, "built": False,
-            "memo": False}
+    path_abs, buffers, root, info = _inputs(text, path, ctx)
     line_facts = None
     if facts:
         from .server_reuse import line_facts as compute
@@ -486,15 +481,7 @@ def analyse(text: str, path: str, settings, ctx: dict, facts: bool = False,
             info["basis"] = basis
             info["files"] = len(previous.by_path)
             return _lint_with(previous, text, path, settings), line_facts, info
-        project = None
-        try:
-            tree = _tree(root)
-            before = tree.project
-            project = tree.project_for(buffers)
-            info["built"] = project is not None and project is not before
-            info["files"] = len(project.by_path) if project is not None else 0
-        except Exception:  # noqa: BLE001 - a project is an extra: the file is still checked
-            project = None
+        tree, project = _project_of(root, buffers, info)
         if project is None:
             return server_worker.lint_text(text, path, settings), line_facts, info
         return _checked(project, text, path_abs, path, settings, buffers, info), \
@@ -523,6 +510,32 @@ def _checked(project, text: str, path_abs: str, path: str, settings, buffers: di
     if not any(d.code in ("REF903", "REF904") for d in diags):
         _remember(_RESULTS, key, (settings, tuple(diags)), MAX_RESULTS)
     return diags
+
+
+def _inputs(text: str, path: str, ctx: Optional[dict]) -> tuple:
+    """(absolute path, the buffers with ``text`` at it, the project root, a fresh ``info``)
+    of an analysis of ``text`` (``analyse``, ``settle``)."""
+    path_abs = os.path.abspath(path)
+    buffers = dict((ctx or {}).get("buffers") or {})
+    buffers[path_abs] = text
+    root = (ctx or {}).get("root")
+    info = {"root": root, "digest": None, "others": {}, "files": 0, "built": False,
+            "memo": False}
+    return path_abs, buffers, root, info
+
+
+def _project_of(root: str, buffers: dict, info: dict) -> tuple:
+    """(the root's _Tree, its project for ``buffers``; None if it cannot be built), noting in
+    ``info`` whether it was built now and how many modules it has."""
+    try:
+        tree = _tree(root)
+        before = tree.project
+        project = tree.project_for(buffers)
+        info["built"] = project is not None and project is not before
+        info["files"] = len(project.by_path) if project is not None else 0
+        return tree, project
+    except Exception:  # noqa: BLE001 - a project is an extra: the file is still checked
+        return None, None
 
 
 def _lint_with(project, text: str, path: str, settings) -> list:
@@ -574,23 +587,11 @@ def settle(text: str, path: str, settings, ctx: dict, basis: dict) -> tuple:
     text with its own project. ``info``: ``analyse``'s, with the digests for the dependents."""
     from . import server_worker
 
-    path_abs = os.path.abspath(path)
-    buffers = dict((ctx or {}).get("buffers") or {})
-    buffers[path_abs] = text
-    root = (ctx or {}).get("root")
-    info = {"root": root, "digest": None, "others": {}, "files": 0, "built": False,
-            "memo": False}
+    path_abs, buffers, root, info = _inputs(text, path, ctx)
     if not root:
         return server_worker.lint_text(text, path, settings), info
     with _LOCK:
-        try:
-            tree = _tree(root)
-            before = tree.project
-            project = tree.project_for(buffers)
-            info["built"] = project is not None and project is not before
-            info["files"] = len(project.by_path) if project is not None else 0
-        except Exception:  # noqa: BLE001 - a project is an extra: the file is still checked
-            project = None
+        tree, project = _project_of(root, buffers, info)
         if project is None:
             return server_worker.lint_text(text, path, settings), info
         raw = getattr(project, "raw_summaries", {}).get(path_abs)
