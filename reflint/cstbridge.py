@@ -4,7 +4,8 @@ The analysis runs on ``reflint.nodes`` (plain classes named and shaped as libcst
 built from the stdlib ``ast`` by ``reflint.fasttree``. libcst's parser is needed only for a
 fix's edits (they keep the file's parentheses, comments and whitespace) and for syntax that
 CPython's parser rejects and libcst's accepts; its tree is then converted here, every node and
-field, layout included, keeping the map back to libcst's nodes for their text and positions
+field (libcst's whitespace and comments are kept as they are: ``KEPT``), keeping the map back
+to libcst's nodes for their text and positions
 (``nodes.Module.code_for_node``, :class:`Positions`). Importing this module imports libcst.
 """
 
@@ -85,10 +86,19 @@ def to_nodes(module: cst.Module) -> nodes.Module:
     return own
 
 
+# libcst's whitespace and comments stay libcst's objects in the converted tree (about half of
+# its nodes): nothing reads them but a fix's layout checks (by class name: ``is_whitespace``).
+KEPT = frozenset({"SimpleWhitespace", "ParenthesizedWhitespace", "TrailingWhitespace",
+                  "EmptyLine", "Newline", "Comment"})
+
+_NODE, _SEQ, _KEEP, _OTHER = range(4)
+
+
 class _Converter:
     def __init__(self) -> None:
         self.of: dict = {}
         self._plans: dict = {}
+        self._kinds: dict = {tuple: _SEQ, list: _SEQ}
 
     def _plan(self, t: type) -> tuple:
         own = nodes.NODE_CLASSES.get(t.__name__)
@@ -97,40 +107,77 @@ class _Converter:
         plan = self._plans[t] = (own, own._fields)
         return plan
 
+    def _kind(self, t: type) -> int:
+        if issubclass(t, cst.CSTNode):
+            k = _KEEP if t.__name__ in KEPT else _NODE
+        else:
+            k = _OTHER
+        self._kinds[t] = k
+        return k
+
     def convert(self, node):
-        # Iterative, children before parents: a deeply nested tree needs no deep recursion.
-        is_node = cst.CSTNode
-        default, own_default = cst.MaybeSentinel.DEFAULT, nodes.MaybeSentinel.DEFAULT
+        try:
+            return self._convert(node)
+        except RecursionError:  # deeper than this thread's stack: the iterative way
+            self.of.clear()
+            return self._convert_deep(node)
+
+    def _convert(self, n):
+        plan = self._plans.get(type(n)) or self._plan(type(n))
+        own, fields = plan
+        new = own.__new__(own)
+        d = new.__dict__
+        kinds, convert = self._kinds, self._convert
+        for f in fields:
+            v = getattr(n, f)
+            k = kinds.get(type(v))
+            if k is None:
+                k = self._kind(type(v))
+            if k == _NODE:
+                v = convert(v)
+            elif k == _SEQ:
+                if v:
+                    v = type(v)(convert(x) if (kinds.get(type(x)) or self._kind(type(x))) ==
+                                _NODE else x for x in v)
+            elif v is cst.MaybeSentinel.DEFAULT:
+                v = nodes.MaybeSentinel.DEFAULT
+            d[f] = v
+        self.of[id(new)] = n
+        return new
+
+    def _convert_deep(self, node):
+        """``_convert`` without recursion: children before parents, on a stack."""
+        kinds = self._kinds
+
+        def is_node(x) -> bool:
+            return (kinds.get(type(x)) or self._kind(type(x))) == _NODE
+
         done: dict = {}  # id(libcst node) -> our node
         stack = [(node, False)]
         while stack:
             n, expanded = stack.pop()
             if id(n) in done:
                 continue
-            plan = self._plans.get(type(n)) or self._plan(type(n))
-            own, fields = plan
+            own, fields = self._plans.get(type(n)) or self._plan(type(n))
             if not expanded:
                 stack.append((n, True))
                 for f in fields:
                     v = getattr(n, f)
-                    if isinstance(v, is_node):
-                        if id(v) not in done:
-                            stack.append((v, False))
-                    elif type(v) is tuple or type(v) is list:
-                        for x in v:
-                            if isinstance(x, is_node) and id(x) not in done:
-                                stack.append((x, False))
+                    if type(v) is tuple or type(v) is list:
+                        stack.extend((x, False) for x in v if is_node(x) and id(x) not in done)
+                    elif is_node(v) and id(v) not in done:
+                        stack.append((v, False))
                 continue
             new = own.__new__(own)
             d = new.__dict__
             for f in fields:
                 v = getattr(n, f)
-                if isinstance(v, is_node):
+                if type(v) is tuple or type(v) is list:
+                    v = type(v)(done[id(x)] if is_node(x) else x for x in v)
+                elif is_node(v):
                     v = done[id(v)]
-                elif type(v) is tuple or type(v) is list:
-                    v = type(v)(done[id(x)] if isinstance(x, is_node) else x for x in v)
-                elif v is default:
-                    v = own_default
+                elif v is cst.MaybeSentinel.DEFAULT:
+                    v = nodes.MaybeSentinel.DEFAULT
                 d[f] = v
             done[id(n)] = new
             self.of[id(new)] = n

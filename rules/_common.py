@@ -10,6 +10,7 @@ from reflint.rule import REF_TRIGGERS
 from reflint.diagnostics import SAFE, Edit, Fix
 
 cst = lazy("reflint.nodes")
+_syntax = lazy("reflint.analysis.syntax")
 _analysis = lazy("reflint.analysis")
 
 # Text without which a module cannot contain a ref the analysis knows about (a constructor, a
@@ -54,7 +55,7 @@ def _rpar_width(expr):
     width = 0
     for rp in expr.rpar:
         ws = rp.whitespace_before
-        if type(ws) is not cst.SimpleWhitespace or "\\" in ws.value or "\n" in ws.value:
+        if not _syntax.is_whitespace(ws) or "\\" in ws.value or "\n" in ws.value:
             return None
         width += len(ws.value) + 1
     return width

@@ -7,6 +7,7 @@ from reflint.rule import REF_TRIGGERS, Finding, Rule
 from reflint.values import FuncVal, RefVal
 
 cst = lazy("reflint.nodes")
+_syntax = lazy("reflint.analysis.syntax")
 
 
 class RedundantDonation(Rule):
@@ -256,7 +257,7 @@ def _remove_arg_edits(analysis, call, arg):
         if cpos is None:
             return None
         end_col = cpos[3]
-        if cpos[2] == apos[0] and isinstance(comma.whitespace_after, cst.SimpleWhitespace):
+        if cpos[2] == apos[0] and _syntax.is_whitespace(comma.whitespace_after):
             end_col += len(comma.whitespace_after.value)
             if k == len(args) - 1:
                 end_col = cpos[3]  # keep the space before `)` as it was
@@ -265,7 +266,7 @@ def _remove_arg_edits(analysis, call, arg):
         start_col = apos[1]
         line_text = analysis.module.code.splitlines()[apos[0] - 1] if apos[0] >= 1 else ""
         if not line_text[:apos[1] - 1].strip() and \
-                isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+                _syntax.is_whitespace(comma.whitespace_after, "ParenthesizedWhitespace"):
             start_col = 1  # the argument has its own line: leave no indentation behind
         return (Edit(apos[0], start_col, cpos[2], end_col, ""),)
     prev = args[k - 1]

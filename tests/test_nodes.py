@@ -83,26 +83,42 @@ def _walk(node):
                     stack.append(x)
 
 
+def _ids_below(node) -> set:
+    out, stack = set(), [node]
+    while stack:
+        c = stack.pop()
+        out.add(id(c))
+        stack.extend(c.children)
+    return out
+
+
 @pytest.mark.parametrize("path", fixture_files()[::7], ids=os.path.basename)
 def test_conversion_keeps_every_node_and_field(path):
     """Every node of libcst's tree has one converted node of its class, with the same scalar
-    fields; the converted tree gives libcst's code for each node."""
+    fields, but whitespace and comments, which stay libcst's objects; the converted tree
+    gives libcst's code for each node. The iterative conversion (for trees deeper than the
+    stack) gives the same tree."""
     with open(path, encoding="utf-8") as fh:
         source = fh.read()
     theirs = cstbridge.parse_module_cst(source)
     ours = cstbridge.to_nodes(theirs)
     assert ours.code == source
-    seen = set()
+    seen, kept = set(), set()
     for n in _walk(ours):
         c = ours._cst_of[id(n)]
         seen.add(id(c))
         assert type(c).__name__ == type(n).__name__
         for f in n._fields:
             v, w = getattr(n, f), getattr(c, f)
-            if isinstance(w, libcst.CSTNode):
+            if isinstance(w, libcst.CSTNode) and type(w).__name__ in cstbridge.KEPT:
+                assert v is w  # whitespace and comments: libcst's own objects
+                kept.update(_ids_below(w))
+            elif isinstance(w, libcst.CSTNode):
                 assert ours._cst_of[id(v)] is w
             elif isinstance(w, (list, tuple)):
                 assert [ours._cst_of.get(id(x), x) for x in v] == list(w)
+                kept.update(i for x in w if type(x).__name__ in cstbridge.KEPT
+                            for i in _ids_below(x))
             elif w is libcst.MaybeSentinel.DEFAULT:
                 assert v is cst.MaybeSentinel.DEFAULT
             else:
@@ -113,12 +129,8 @@ def test_conversion_keeps_every_node_and_field(path):
             v = getattr(n, f)
             assert not any(isinstance(x, cst.CSTNode)
                            for x in (v if isinstance(v, (list, tuple)) else (v,))), f
-    everything, stack = set(), [theirs]
-    while stack:
-        c = stack.pop()
-        everything.add(id(c))
-        stack.extend(c.children)
-    assert everything == seen
+    assert _ids_below(theirs) == seen | kept and not seen & kept
+    assert kept  # the file has whitespace
 
 
 LITERALS = ['"a"', "'b'", 'r"\\d"', "b'x'", 'rb"""x\'y"""', "'''q'''", 'u"é"', '""', "''",
@@ -154,3 +166,19 @@ def test_operator_text_on_the_fast_tree_is_libcst_s():
 
 def test_layout_classes_are_reflint_s():
     assert all(c.__module__ == "reflint.nodes" for c in LAYOUT)
+
+
+def test_the_deep_conversion_is_the_recursive_one():
+    source = open(fixture_files()[0], encoding="utf-8").read() + "x = " + "(" * 60 + "1" + \
+        ")" * 60 + "\n"
+    theirs = cstbridge.parse_module_cst(source)
+    a, b = cstbridge._Converter(), cstbridge._Converter()
+    ours, deep = a.convert(theirs), b._convert_deep(theirs)
+    pairs = list(zip(_walk(ours), _walk(deep)))
+    assert len(pairs) == len(a.of) == len(b.of) > 100
+    for x, y in pairs:
+        assert type(x) is type(y) and a.of[id(x)] is b.of[id(y)]
+        for f in x._fields:
+            v, w = getattr(x, f), getattr(y, f)
+            if not isinstance(v, (cst.CSTNode, list, tuple)):
+                assert v == w or v is w

@@ -174,6 +174,13 @@ _LAYOUT_FIELDS = frozenset({
     "leading_whitespace", "trailing_whitespace", "comment", "trailing_comma", "relative"})
 
 
+def is_whitespace(value, name: str = "SimpleWhitespace") -> bool:
+    """Whether ``value`` is the whitespace node ``name``: in a tree converted from libcst's
+    (``reflint.cstbridge``, the one fixes read) whitespace and comments are libcst's own
+    objects; in the fast tree there are none."""
+    return type(value).__name__ == name
+
+
 def _is_layout_field(name: str) -> bool:
     """A field that only ever holds layout nodes (or none): never read by child_nodes."""
     return name in _LAYOUT_FIELDS or name.startswith("whitespace")
