@@ -195,10 +195,13 @@ class Positions:
     def get(self, node):
         c = self._of.get(id(node))
         r = self._ranges.get(c) if c is not None else None
-        if r is None:
-            return None
-        return nodes.CodeRange(nodes.CodePosition(r.start.line, r.start.column),
-                               nodes.CodePosition(r.end.line, r.end.column))
+        return None if r is None else own_range(r)
+
+
+def own_range(r) -> nodes.CodeRange:
+    """libcst's CodeRange as reflint's (the same numbers, one type for every tree)."""
+    return nodes.CodeRange(nodes.CodePosition(r.start.line, r.start.column),
+                           nodes.CodePosition(r.end.line, r.end.column))
 
 
 def positions_of(module: nodes.Module) -> Positions:

@@ -37,20 +37,13 @@ class LazyPositions:
         self._starts = _statement_lines(module, tree) if tree is not None else None
         self._owner: dict = {}  # id(node) -> index of its top-level statement
         self._walked = 0  # top-level statements indexed so far
-        self._ranges: dict = {}  # index -> {node: CodeRange} (shifted)
+        self._ranges: dict = {}  # index -> {libcst's node: CodeRange} (shifted)
         self._full = None
 
     def get(self, node):
-        rng = self._get(node)
-        if rng is None:
-            return None
-        return cst.CodeRange(cst.CodePosition(rng.start.line, rng.start.column),
-                             cst.CodePosition(rng.end.line, rng.end.column))
-
-    def _get(self, node):
-        """libcst's CodeRange of ``node`` (one of ours)."""
+        """The ``nodes.CodeRange`` of ``node`` (one of ours), or None."""
         if self._starts is None:
-            return self._whole().get(self._cst_of.get(id(node)))
+            return self._whole().get(node)
         i = self._owner.get(id(node))
         while i is None and self._walked < len(self.module.body):
             j = self._walked
@@ -61,20 +54,19 @@ class LazyPositions:
                 self._owner[id(n)] = j
                 stack.extend(_analysis.child_nodes(n))
             i = self._owner.get(id(node))
-        c = self._cst_of.get(id(node))
         if i is None:
-            return self._whole().get(c)
+            return self._whole().get(node)
         ranges = self._ranges.get(i)
         if ranges is None:
             ranges = self._ranges[i] = self._statement(i)
             if ranges is None:
                 self._starts = None  # something unexpected: libcst's own provider from now on
-                return self._whole().get(c)
-        return ranges.get(c)
+                return self._whole().get(node)
+        return ranges.get(self._cst_of.get(id(node)))
 
     def _whole(self):
         if self._full is None:
-            self._full = cstbridge.cst_positions(self._cst)
+            self._full = cstbridge.Positions(self.module)  # the whole module's, at once
         return self._full
 
     def _statement(self, i: int) -> Optional[dict]:
