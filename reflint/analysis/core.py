@@ -102,14 +102,20 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
 
     def _run(self) -> None:
         prev_sig = None
-        for _ in range(MAX_ROUNDS):
+        for n in range(MAX_ROUNDS):
             self._reset_round()
             self._eval_function(self.module_info)
             while self._queue:
                 info = self._queue.pop(0)
                 self._eval_function(info)
+            self.rounds = n + 1
             sig = self._round_signature()
             if sig == prev_sig or not self._interprocedural:
+                break
+            if n == 0 and sig == NOTHING_LEARNT and not self._stale and EARLY_STOP:
+                # The first round learnt no value for the next to start from (only Pallas
+                # kernels' parameters, which it had when it read them): the next round
+                # would read what this one read, and find what it found.
                 break
             prev_sig = sig
             self._carry_over()
@@ -141,6 +147,13 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
         self._refs_mode = False  # NNX objects created now hold refs
         self._rebound: dict = {}  # id(scope) -> names the scope binds more than once
         self._cur_state: Optional[_State] = None  # the state of the statement being executed
+        # What makes a round's reads differ from the next one's although the signature is the
+        # same (_run): the functions whose def ran, and those evaluated, this round; whether
+        # something read this round (a Pallas kernel's parameters, a def's values, the last
+        # round's calls, the builtins' names) changed or was missing then.
+        self._defined: set = set()
+        self._evaluated: set = set()
+        self._stale = False
         for info in self.functions.values():
             info.roles = {}
             info.returns = []
@@ -215,6 +228,9 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
             self._queue.append(info)
 
     def _eval_function(self, info: FunctionInfo, deps: Optional[dict] = None) -> None:
+        self._evaluated.add(id(info))
+        if id(info) not in self._defined and type(info.node) is cst.FunctionDef:
+            self._stale = True  # before its def ran: its defaults, cases ... not set yet
         state = _State(deps=deps)
         self._func = info
         self._cur_state = state
@@ -343,6 +359,13 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
             if isinstance(base, QN):
                 return QN(f"{base.qualname}.{expr.attr.value}")
         return None
+
+
+# The fixpoint's first round stops early where it can (_run); off: every round runs as before
+# (tests/test_analysis_rounds.py compares the two).
+EARLY_STOP = True
+# The signature of a round that learnt nothing: no seed, return, attribute or NNX mode.
+NOTHING_LEARNT = ((), (), (), ())
 
 
 def _fact_list(name: str) -> property:

@@ -151,6 +151,8 @@ class KernelsMixin:
             if self._pallas_kernels.get(id(info)) != bound:
                 self._pallas_kernels[id(info)] = bound
                 self._interprocedural = True
+                if id(info) in self._evaluated:
+                    self._stale = True  # its parameters were read without it
         self._add_role(info, callee.role, node)
 
     def _split_sequence(self, args: list) -> Optional[Value]:

@@ -302,8 +302,10 @@ class ObjectsMixin:
         owner = self.functions.get(key[1])
         if owner is None or depth > _MAX_DEPTH:
             return None
-        calls = [c for c in self.plain_calls if c.callee is owner and c.caller is init] or \
-            [c for c in self._last_plain_calls if c.callee is owner and c.caller is init]
+        calls = [c for c in self.plain_calls if c.callee is owner and c.caller is init]
+        if not calls:
+            self._stale = True  # the next round reads this round's calls here
+            calls = [c for c in self._last_plain_calls if c.callee is owner and c.caller is init]
         if len(calls) != 1:
             return None
         b = calls[0].bindings.get(key[2])

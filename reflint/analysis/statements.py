@@ -301,6 +301,8 @@ class StatementsMixin:
         else:
             module = dotted_name(stmt.module) if stmt.module is not None else None
         if isinstance(stmt.names, cst.ImportStar):
+            if not self.has_star_import:
+                self._stale = True  # a builtin's name read before it may be the import's
             self.has_star_import = True
             return
         for alias in stmt.names:
@@ -358,6 +360,7 @@ class StatementsMixin:
         for p in info.params:
             if p.node.default is not None:
                 info.defaults[p.name] = self._eval(p.node.default, state)
+        self._defined.add(id(info))
         value: Optional[Value] = FuncVal(info)
         for d in reversed(node.decorators):
             dv = self._eval(d.decorator, state)
@@ -366,9 +369,12 @@ class StatementsMixin:
                 continue  # the builtin: still the function, called without (or with) a receiver
             value = self._apply_decorator(dv, value, d.decorator, state)
         if node.decorators:
-            info.cases = decorator_cases(node.decorators, info.params,
-                                         cls is not None and "staticmethod" not in kinds,
-                                         self._qualname_of)
+            cases = decorator_cases(node.decorators, info.params,
+                                    cls is not None and "staticmethod" not in kinds,
+                                    self._qualname_of)
+            if cases != info.cases and id(info) in self._evaluated:
+                self._stale = True  # run by a decorator before its cases were known
+            info.cases = cases
         if self.project is not None and outer.is_module and cls is None:
             self._project_roles(info, node)  # launched as a kernel (or traced) elsewhere
         self._enqueue(info)
@@ -377,6 +383,8 @@ class StatementsMixin:
             # value (a full copy per top-level def made many-function modules quadratic).
             rebound = self._module_rebound()
             env = state.env
+            if info.def_env is None and id(info) in self._evaluated:
+                self._stale = True  # run by a decorator before its def's names were known
             info.def_env = {k: env[k] for k in rebound if k in env}
         if cls is not None and isinstance(value, FuncVal) and value.info is info:
             cls.methods[node.name.value] = value
