@@ -692,7 +692,10 @@ def _start_project(args, files: list, jobs: int, read=None) -> None:
     start = time.process_time()
     try:
         cache = _cache_from(args) if read is None else None
-        _project.activate(_project.Project.build(files, read=read, jobs=jobs, cache=cache))
+        # The check follows here (or in a child forked from here): the trees the summaries
+        # parse whole are kept for it (reflint.gate.keep), one parse per file.
+        _project.activate(_project.Project.build(files, read=read, jobs=jobs, cache=cache,
+                                                 share_trees=True))
         # The project lives as long as the run: out of the collector's sight, so that the
         # forked child checking each file (reflint.isolate) does not walk, and copy, its
         # pages at every full collection.

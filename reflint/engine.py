@@ -463,7 +463,7 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
         if not regex_done and not prefilter(settings).search(source):
             return lint_non_candidate(source, path, settings)
     if tree is None:
-        tree = gate.parse(source)
+        tree = gate.take(source)  # the summary phase's parse, when it kept the tree
     if tree is None:
         # CPython rejects the file (or cannot handle its nesting). libcst's parser is asked
         # only about an ordinary syntax error in shallow text (it accepts some newer syntax).

@@ -834,6 +834,34 @@ def parse(source: str) -> Optional[ast.Module]:
         return None
 
 
+# Trees the summary phase parsed whole (reflint.project, ``share_trees``) for the check of the
+# same text later in this process or in a child it forks: text -> tree, each taken once
+# (``take``). Bounded by the size of their sources: about 60 bytes of tree per character.
+_KEPT: dict = {}
+_KEPT_CHARS = [0]
+KEEP_MAX_CHARS = 2_000_000
+
+
+def room_for(source: str) -> bool:
+    """Whether the tree of ``source`` would be kept (else it is not worth parsing whole)."""
+    return _KEPT_CHARS[0] + len(source) <= KEEP_MAX_CHARS
+
+
+def keep(source: str, tree: ast.Module) -> None:
+    if room_for(source) and source not in _KEPT:
+        _KEPT[source] = tree
+        _KEPT_CHARS[0] += len(source)
+
+
+def take(source: str) -> Optional[ast.Module]:
+    """The tree kept for ``source`` (forgotten here), else ``parse(source)``."""
+    if _KEPT:
+        tree = _KEPT.pop(source, None)
+        if tree is not None:
+            return tree
+    return parse(source)
+
+
 def verdict(source: str, enabled, version: tuple, complete: bool = False,
             tree: Optional[ast.Module] = None) -> Optional[Verdict]:
     """The gate's answers for ``source`` (whose ``ast`` is ``tree`` when given) given the

@@ -149,10 +149,11 @@ class Project:
 
     @classmethod
     def build(cls, files: list, read=None, jobs: int = 1, root: str = "",
-              cache=None) -> "Project":
+              cache=None, share_trees: bool = False) -> "Project":
         """Summarize ``files`` (``read(path) -> text``; default: the file on disk). With
         ``cache`` (a ``reflint.cache.Cache``), a file whose bytes are unchanged gets its
-        summary from the cache (``read`` must be the default)."""
+        summary from the cache (``read`` must be the default). ``share_trees``: the caller
+        checks the files next, in this process (see ``_summarize_task``)."""
         read = read or _read
         cached: dict = {}
         keys: dict = {}
@@ -169,7 +170,7 @@ class Project:
         if jobs > 1 and len(todo) > 8 and read is _read:
             fresh = _parallel(todo, jobs)
         else:
-            fresh = [_summarize_task(t) for t in tasks]
+            fresh = [_summarize_task(t, share_trees) for t in tasks]
         for f, s in zip(todo, fresh):
             if f in keys:
                 cache.put_summary(keys[f], s)
@@ -890,13 +891,34 @@ def _cached_summary(cache, path: str, keys: dict):
     return _MISS if got is MISS else got
 
 
-def _summarize_task(task) -> Optional[ModuleSummary]:
+def _summarize_task(task, share: bool = False) -> Optional[ModuleSummary]:
+    """The summary of ``task`` = (path, read). ``share``: the file is checked in this
+    process (or a child it forks) after the summary phase: a module the summary parses whole
+    (one spelling an entry point or a ref) is parsed once, its tree kept for the check
+    (reflint.gate.keep)."""
     path, read = task
     try:
         text = read(path)
         if text is None:
             return None
-        return summarize(text, path, module_name(path)[1])
+        if not share:
+            return summarize(text, path, module_name(path)[1])
+        from . import gate as _gate
+
+        if not _gate.room_for(text):
+            return summarize(text, path, module_name(path)[1])
+
+        parsed: list = []
+
+        def whole():
+            if not parsed:
+                parsed.append(_gate.parse(text))
+            return parsed[0]
+
+        got = summarize(text, path, module_name(path)[1], whole=whole)
+        if parsed and parsed[0] is not None:
+            _gate.keep(text, parsed[0])
+        return got
     except Exception:  # noqa: BLE001 - a summary is an extra: never fail the run for it
         return None
 

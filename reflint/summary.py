@@ -28,6 +28,7 @@ Everything the extraction cannot resolve is left out: a name it does not know is
 from __future__ import annotations
 
 import ast
+import copy
 import os
 import re
 from dataclasses import dataclass, field
@@ -195,6 +196,16 @@ def _reduced(source: str, relevant=None) -> Optional[str]:
     ``relevant(text)`` says the statement may launch or forward a function. Parsed in a
     fraction of the whole file's time. None when the lines cannot be cut (a bracket in a
     string, a string at column 0 ...): the caller parses the whole file then."""
+    plan = _cut_plan(source, relevant)
+    return _cut_text(plan) if plan is not None else None
+
+
+def _cut_plan(source: str, relevant=None) -> Optional[tuple]:
+    """(the source's lines, what ``_reduced`` makes of each top-level statement) or None
+    (see ``_reduced``): for each top-level statement (its first and last lines, 0-based,
+    decorators included), ("keep", first, last), ("class", first, last, line, name)
+    (``name = None`` on that line) or ("def", first, last, the header's last line, the
+    ``pass`` line or None for a body on the header's lines)."""
     lines = source.splitlines()
     n = len(lines)
     chunks = []  # (first line, last line) of each top-level statement, decorators included
@@ -232,7 +243,7 @@ def _reduced(source: str, relevant=None) -> Optional[str]:
             chunks.append((i, nxt - 1))
         decorating = line.startswith("@")
         i = nxt
-    out = [""] * n
+    steps = []
     for a, b in chunks:
         body = lines[a:b + 1]
         k = 0
@@ -242,13 +253,13 @@ def _reduced(source: str, relevant=None) -> Optional[str]:
         is_def = head.startswith(("def ", "async def "))
         is_class = head.startswith("class ") or (k < len(body) and _CLASS.match(head))
         if not (is_def or is_class) or (relevant is not None and relevant("\n".join(body))):
-            out[a:b + 1] = body
+            steps.append(("keep", a, b))
             continue
         if is_class:
             m = _CLASS.match(head)
             if m is None:
                 return None
-            out[a + k] = f"{m.group(1)} = None"
+            steps.append(("class", a, b, a + k, m.group(1)))
             continue
         # The header: from `def` to the line ending in ':' at bracket depth 0.
         depth = 0
@@ -260,13 +271,101 @@ def _reduced(source: str, relevant=None) -> Optional[str]:
             if depth == 0:
                 break
             h += 1
-        out[a:a + h + 1] = body[:h + 1]
         last = body[h].split("#", 1)[0].rstrip()
         if last.endswith(":"):
             if a + h + 1 > b:
                 return None
-            out[a + h + 1] = "    pass"
+            steps.append(("def", a, b, a + h, a + h + 1))
+        else:
+            steps.append(("def", a, b, a + h, None))
+    return lines, steps
+
+
+def _cut_text(plan: tuple) -> str:
+    lines, steps = plan
+    out = [""] * len(lines)
+    for step in steps:
+        if step[0] == "keep":
+            out[step[1]:step[2] + 1] = lines[step[1]:step[2] + 1]
+        elif step[0] == "class":
+            out[step[3]] = f"{step[4]} = None"
+        else:
+            _, a, _, h, pass_line = step
+            out[a:h + 1] = lines[a:h + 1]
+            if pass_line is not None:
+                out[pass_line] = "    pass"
     return "\n".join(out) + "\n"
+
+
+def _cut_tree(plan: tuple, whole: ast.Module) -> Optional[ast.Module]:
+    """``ast.parse(_cut_text(plan))`` made from ``whole`` (the whole module's tree) without
+    parsing again; None unless the plan's statements are the tree's top-level statements,
+    one for one (a line at column 0 inside a string, say, makes the plan cut a statement
+    apart): the caller parses the cut text then. tests/test_summary_tree.py compares the
+    two trees."""
+    lines, steps = plan
+    merged = []  # a run of kept statements is kept text: one step (a docstring's lines at
+    for step in steps:  # column 0 make several)
+        if step[0] == "keep" and merged and merged[-1][0] == "keep" and \
+                merged[-1][2] + 1 == step[1]:
+            merged[-1] = ("keep", merged[-1][1], step[2])
+        else:
+            merged.append(step)
+    body = whole.body
+    out = []
+    i = 0
+    for step in merged:
+        kind, first, last = step[0], step[1], step[2]
+        group = []
+        while i < len(body):
+            st = body[i]
+            decorators = getattr(st, "decorator_list", None)
+            start = (decorators[0].lineno if decorators else st.lineno) - 1
+            if start > last:
+                break
+            if start < first or (not group and start != first) or st.end_lineno - 1 > last:
+                return None
+            group.append(st)
+            i += 1
+        if not group:
+            return None
+        if kind == "keep":
+            out.extend(group)
+            continue
+        if len(group) != 1:
+            return None
+        st = group[0]
+        if kind == "class":
+            line, name = step[3] + 1, step[4]
+            if type(st) is not ast.ClassDef or st.name != name:
+                return None
+            n = len(name)
+            out.append(ast.Assign(
+                targets=[ast.Name(id=name, ctx=ast.Store(), lineno=line, col_offset=0,
+                                  end_lineno=line, end_col_offset=n)],
+                value=ast.Constant(value=None, lineno=line, col_offset=n + 3,
+                                   end_lineno=line, end_col_offset=n + 7),
+                type_comment=None, lineno=line, col_offset=0, end_lineno=line,
+                end_col_offset=n + 7))
+            continue
+        if type(st) not in (ast.FunctionDef, ast.AsyncFunctionDef):
+            return None
+        header, pass_line = step[3], step[4]
+        if pass_line is None:  # a body on the header's lines: the def as it is
+            if st.end_lineno - 1 > header:
+                return None
+            out.append(st)
+            continue
+        if st.body[0].lineno - 1 <= header:
+            return None
+        cut = copy.copy(st)
+        line = pass_line + 1
+        cut.body = [ast.Pass(lineno=line, col_offset=4, end_lineno=line, end_col_offset=8)]
+        cut.end_lineno, cut.end_col_offset = line, 8
+        out.append(cut)
+    if i != len(body):
+        return None
+    return ast.Module(body=out, type_ignores=[])
 
 
 _REBINDS = lazy_re(r"(?:([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::[^=]*)?=(?!=)"
@@ -675,23 +774,40 @@ def _imports(tree: ast.Module, s: ModuleSummary) -> None:
 
 
 def summarize(source: str, path: str, module: Optional[str] = None,
-              tree: Optional[ast.Module] = None) -> Optional[ModuleSummary]:
-    """The summary of one module (None when it does not parse)."""
+              tree: Optional[ast.Module] = None, whole=None) -> Optional[ModuleSummary]:
+    """The summary of one module (None when it does not parse).
+
+    ``whole``: a function giving ``ast.parse(source)`` (None if that fails), for a caller
+    that parses the whole module anyway (the check that follows): a module spelling an
+    entry point or a ref is then cut from that tree (``_cut_tree``), not parsed again."""
     if module is None:
         module = module_name(path)[1]
     s = ModuleSummary(module, path, is_package=os.path.basename(path) == "__init__.py")
     full = has_api_words(source)
     refs = has_ref_words(source)
     reduced = False
+    if whole is not None:
+        whole = _once(whole)
     if tree is None:
-        cut = _reduced(source, _relevant_or_refs if refs else _relevant) if full or refs \
-            else _headers(source)
+        plan = cut = None
+        if full or refs:
+            plan = _cut_plan(source, _relevant_or_refs if refs else _relevant)
+            if plan is not None and whole is not None:
+                got = whole()
+                tree = _cut_tree(plan, got) if got is not None else None
+                reduced = tree is not None
+            if tree is None and plan is not None:
+                cut = _cut_text(plan)
+        else:
+            cut = _headers(source)
         if cut is not None:
             try:
                 tree = ast.parse(cut, path)
                 reduced = True
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
+    if tree is None and whole is not None:
+        tree = whole()
     if tree is None:
         try:
             tree = ast.parse(source, path)
@@ -726,6 +842,17 @@ def summarize(source: str, path: str, module: Optional[str] = None,
         s.uses.clear()
         _clear_values(s)
     return s
+
+
+def _once(fn):
+    """``fn`` called at most once: its result is kept."""
+    box: list = []
+
+    def get():
+        if not box:
+            box.append(fn())
+        return box[0]
+    return get
 
 
 def _relevant(text: str) -> bool:

@@ -16,7 +16,6 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs
     from typing import Optional
 
 cst = lazy("reflint.nodes")
-_syntax = lazy("reflint.analysis.syntax")
 _analysis = lazy("reflint.analysis")
 _alternatives = lazy("reflint.analysis.alternatives")
 
@@ -104,7 +103,7 @@ def _assignments(analysis) -> dict:
     def build() -> dict:
         out: dict = {}
         kinds = (cst.Assign, cst.AugAssign, cst.AnnAssign)
-        for node, _, _ in _syntax.small_statements(analysis.module):
+        for node, _, _ in analysis.small_statements():
             if type(node) not in kinds:
                 continue
             if type(node) is cst.Assign:

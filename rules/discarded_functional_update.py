@@ -10,7 +10,6 @@ from ._common import ref_name
 from .array_item_assignment import _is_local
 
 cst = lazy("reflint.nodes")
-_syntax = lazy("reflint.analysis.syntax")
 
 
 class DiscardedFunctionalUpdate(Rule):
@@ -151,7 +150,7 @@ def _discarded_updates(analysis) -> list:
     body's)."""
     def build() -> list:
         out = []
-        for node, scope, blocks in _syntax.small_statements(analysis.module):
+        for node, scope, blocks in analysis.small_statements():
             if type(node) is not cst.Expr or not _is_at_update(node.value):
                 continue
             info = analysis.module_info if scope is None else \

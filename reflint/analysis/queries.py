@@ -30,6 +30,7 @@ from .syntax import (
     _target_names,
     child_nodes,
     dotted_name,
+    small_statements,
     walk_nodes,
 )
 
@@ -50,6 +51,10 @@ class QueriesMixin:
         """Parents and nodes by type of the whole module, from one walk shared by every rule
         (syntax.SyntaxIndex)."""
         return self.cached("syntax index", lambda: SyntaxIndex(self.module))
+
+    def small_statements(self) -> list:
+        """``syntax.small_statements`` of the module, from one walk shared by every rule."""
+        return self.cached("small statements", lambda: list(small_statements(self.module)))
 
     def aot_call_of(self, node: cst.CSTNode) -> Optional[cst.Call]:
         """The call ``node.lower(...)`` / ``.trace(...)`` / ``.eval_shape(...)`` whose receiver

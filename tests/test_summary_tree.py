@@ -1,0 +1,245 @@
+"""One parse per file: the summary phase cuts a module from the tree of the whole module
+(reflint.summary ``_cut_tree``) instead of parsing the cut text, and keeps that tree for the
+check (reflint.gate ``keep``/``take``). The cut tree must be the cut text's, the summary the
+same either way, and the check must find the same."""
+
+from __future__ import annotations
+
+import ast
+import os
+import textwrap
+
+import pytest
+
+from reflint import cli, gate, summary
+from reflint.summary import _cut_plan, _cut_text, _cut_tree, _relevant, _relevant_or_refs
+
+from conftest import fixture_files, installed_sources
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _dump(tree) -> str:
+    return ast.dump(tree, include_attributes=True)
+
+
+def _check_cut(source: str) -> list:
+    """For both kinds of cut: 'same' (the cut tree is the cut text's), 'parsed' (no cut tree:
+    the cut text is parsed, as before) or 'no plan'."""
+    whole = ast.parse(source)
+    out = []
+    for relevant in (_relevant, _relevant_or_refs):
+        plan = _cut_plan(source, relevant)
+        if plan is None:
+            out.append("no plan")
+            continue
+        got = _cut_tree(plan, whole)
+        if got is None:
+            out.append("parsed")
+            continue
+        assert _dump(got) == _dump(ast.parse(_cut_text(plan)))
+        out.append("same")
+    return out
+
+
+CASES = {
+    "defs and classes": """
+        import jax
+        from jax.experimental import pallas as pl
+
+        X = 1; Y = 2
+
+        @jax.jit
+        def f(x,
+              y):  # a header on two lines
+            return x + y
+
+        async def g(): return 1
+
+        def h(): return (1,
+                         2)
+
+        @dataclass
+        class C(Base):
+            a: int = 0
+
+            def m(self):
+                return self.a
+
+        def launch(x):
+            return pl.pallas_call(f, out_shape=x)(x)
+    """,
+    # Not indented (the column 0 lines are the point): no dedent.
+    "docstring lines at column 0": (
+        '"""A module docstring\n'
+        'with lines at column 0\n'
+        '\n'
+        'that the cut keeps."""\n'
+        'import jax\n'
+        '\n'
+        'def f():\n'
+        '    return 1\n'),
+    "a string at column 0 in a def": (
+        'import jax\n'
+        '\n'
+        'def f():\n'
+        '    s = """\n'
+        'text at column 0\n'
+        '"""\n'
+        '    return s\n'
+        '\n'
+        'def g(x):\n'
+        '    return jax.jit(f)(x)\n'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cut_tree_is_the_cut_texts(name):
+    source = CASES[name]
+    if source.startswith("\n"):
+        source = textwrap.dedent(source).lstrip("\n")
+    result = _check_cut(source)
+    assert "same" in result or name == "a string at column 0 in a def"
+
+
+def test_a_def_cut_apart_by_its_string_is_parsed_as_before():
+    """The plan cuts the def at the string's line at column 0: its cut text does not parse
+    (the whole module is then summarized, as before), and no cut tree is made from it."""
+    assert _check_cut(CASES["a string at column 0 in a def"]) == ["parsed", "parsed"]
+
+
+def _sources() -> list:
+    out = []
+    for path in fixture_files():
+        with open(path, encoding="utf-8") as fh:
+            out.append((path, fh.read()))
+    return out
+
+
+def test_cut_tree_on_fixtures():
+    seen = []
+    for path, source in _sources():
+        seen.extend(_check_cut(source))
+    cut = [x for x in seen if x != "no plan"]
+    assert len(cut) > 500 and cut.count("same") > 0.99 * len(cut)
+
+
+@pytest.mark.slow  # CI's full suite
+def test_cut_tree_on_installed_sources():
+    seen = []
+    for path, source in installed_sources():
+        try:
+            ast.parse(source)
+        except SyntaxError:
+            continue
+        seen.extend(_check_cut(source))
+    cut = [x for x in seen if x != "no plan"]
+    assert len(cut) > 1000 and cut.count("same") > 0.99 * len(cut)
+
+
+def _summaries_agree(path: str, source: str) -> None:
+    calls = []
+
+    def whole():
+        calls.append(1)
+        return gate.parse(source)
+
+    assert summary.summarize(source, path, whole=whole) == summary.summarize(source, path)
+    assert len(calls) <= 1
+
+
+@pytest.mark.parametrize("path,source", _sources(), ids=lambda x: os.path.basename(x)
+                         if isinstance(x, str) and x.endswith(".py") else "")
+def test_same_summary_from_the_whole_tree(path, source):
+    _summaries_agree(path, source)
+
+
+@pytest.mark.slow  # CI's full suite
+def test_same_summary_from_the_whole_tree_on_installed_sources():
+    files = installed_sources()
+    assert len(files) > 300
+    for path, source in files:
+        _summaries_agree(path, source)
+
+
+KERNEL = """\
+import jax
+from jax.experimental import pallas as pl
+
+
+def kernel(x_ref, o_ref):
+    o_ref[...] = x_ref * 2
+
+
+def run(x):
+    return pl.pallas_call(kernel, out_shape=x)(x)
+"""
+
+
+def _parses_of(monkeypatch, text: str) -> list:
+    """Every ``ast.parse`` of exactly ``text`` (the summary's cut texts are other texts)."""
+    calls = []
+    real = ast.parse
+
+    def counting(source, *args, **kwargs):
+        if source == text:
+            calls.append(1)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    return calls
+
+
+def test_a_checked_file_is_parsed_once(tmp_path, monkeypatch, capsys):
+    (tmp_path / "k.py").write_text(KERNEL)
+    monkeypatch.setenv("REFLINT_ISOLATE", "0")
+    monkeypatch.setattr(gate, "_KEPT", {})
+    monkeypatch.setattr(gate, "_KEPT_CHARS", [0])
+    calls = _parses_of(monkeypatch, KERNEL)
+    assert cli.main(["check", "--no-cache", str(tmp_path / "k.py")]) == 1
+    assert "k.py:6:" in capsys.readouterr().out  # the REF007 on `x_ref * 2`
+    assert len(calls) == 1
+    assert gate._KEPT == {}  # taken by the check
+
+
+def test_same_findings_without_the_kept_tree(tmp_path, monkeypatch, capsys):
+    (tmp_path / "k.py").write_text(KERNEL)
+    monkeypatch.setenv("REFLINT_ISOLATE", "0")
+    cli.main(["check", "--no-cache", str(tmp_path / "k.py")])
+    shared = capsys.readouterr().out
+    monkeypatch.setattr(gate, "KEEP_MAX_CHARS", 0)  # nothing kept: the check parses
+    calls = _parses_of(monkeypatch, KERNEL)
+    cli.main(["check", "--no-cache", str(tmp_path / "k.py")])
+    assert capsys.readouterr().out == shared
+    assert len(calls) == 2  # the summary's and the check's
+
+
+def test_kept_trees_are_bounded(monkeypatch):
+    monkeypatch.setattr(gate, "_KEPT", {})
+    monkeypatch.setattr(gate, "_KEPT_CHARS", [0])
+    monkeypatch.setattr(gate, "KEEP_MAX_CHARS", 30)
+    a, b = "x = 1\n" * 4, "y = 2\n" * 4
+    gate.keep(a, ast.parse(a))
+    gate.keep(b, ast.parse(b))  # 48 characters in all: over the bound, not kept
+    assert list(gate._KEPT) == [a]
+    assert gate.take(a) is not None and gate._KEPT == {}
+    assert _dump(gate.take(b)) == _dump(ast.parse(b))  # parsed then
+
+
+def test_no_whole_parse_without_room_to_keep_it(tmp_path, monkeypatch):
+    """Past the bound the summary cuts the text as before: parsing the whole module would be
+    a parse more, its tree not kept for the check."""
+    from reflint import project
+
+    (tmp_path / "k.py").write_text(KERNEL)
+    monkeypatch.setattr(gate, "_KEPT", {})
+    monkeypatch.setattr(gate, "_KEPT_CHARS", [0])
+    monkeypatch.setattr(gate, "KEEP_MAX_CHARS", len(KERNEL) - 1)
+    calls = []
+    real = gate.parse
+    monkeypatch.setattr(gate, "parse", lambda text: calls.append(text) or real(text))
+    project.Project.build([str(tmp_path / "k.py")], share_trees=True)
+    assert calls == [] and gate._KEPT == {}
+    monkeypatch.setattr(gate, "KEEP_MAX_CHARS", len(KERNEL))
+    project.Project.build([str(tmp_path / "k.py")], share_trees=True)
+    assert calls == [KERNEL] and list(gate._KEPT) == [KERNEL]
