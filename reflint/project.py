@@ -895,7 +895,8 @@ def _summarize_task(task, share: bool = False) -> Optional[ModuleSummary]:
     """The summary of ``task`` = (path, read). ``share``: the file is checked in this
     process (or a child it forks) after the summary phase: a module the summary parses whole
     (one spelling an entry point or a ref) is parsed once, its tree kept for the check
-    (reflint.gate.keep)."""
+    (reflint.gate.keep) while there is room for it (past that, the summary cuts and parses
+    the text as it does without ``share``)."""
     path, read = task
     try:
         text = read(path)
@@ -903,21 +904,21 @@ def _summarize_task(task, share: bool = False) -> Optional[ModuleSummary]:
             return None
         if not share:
             return summarize(text, path, module_name(path)[1])
-        from . import gate as _gate
-
-        if not _gate.room_for(text):
-            return summarize(text, path, module_name(path)[1])
-
         parsed: list = []
 
         def whole():
-            if not parsed:
-                parsed.append(_gate.parse(text))
+            from . import gate  # only for a module parsed whole: the check imports it then
+
+            if not gate.room_for(text):
+                return None  # cut and parsed as without `share`
+            parsed.append(gate.parse(text))
             return parsed[0]
 
         got = summarize(text, path, module_name(path)[1], whole=whole)
         if parsed and parsed[0] is not None:
-            _gate.keep(text, parsed[0])
+            from . import gate
+
+            gate.keep(text, parsed[0])
         return got
     except Exception:  # noqa: BLE001 - a summary is an extra: never fail the run for it
         return None
