@@ -431,10 +431,13 @@ def lint_bytes(data: bytes, path: str, settings: Settings,
 
 def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool = True,
                 regex_done: bool = False, tree: Optional[ast.Module] = None,
-                lazy_fixes: bool = False) -> FileResult:
+                lazy_fixes: bool = False, ask_gate: bool = True) -> FileResult:
     """Lint one file. ``use_prefilter=False`` analyses it on libcst's own tree whatever the
     pre-filter says (tests compare both); ``regex_done`` says the textual stage already kept
     it; ``tree`` is the stdlib ``ast`` of ``source`` if the caller has it (flake8 does).
+    ``ask_gate=False``: the caller expects the file to be analysed (the server, for the
+    next text of a document whose last one was): the ``ast`` stage is not asked, and every
+    enabled rule runs (the gate only spares rules that cannot fire: the same findings).
 
     The findings come from one analysis, of the tree built from the stdlib ``ast``
     (reflint.fasttree). libcst parses the file only for what needs its tree: the fixes'
@@ -448,12 +451,12 @@ def lint_source(source: str, path: str, settings: Settings, use_prefilter: bool 
     if is_skipped_file(source):
         return FileResult(path, [], source, skipped=True, stage="skipped")
     return limits.call_deep(_lint_source, source, path, settings, use_prefilter, regex_done,
-                            tree, lazy_fixes, size=len(source))
+                            tree, lazy_fixes, ask_gate, size=len(source))
 
 
 def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool,
                  regex_done: bool, tree: Optional[ast.Module],
-                 lazy_fixes: bool = False) -> FileResult:
+                 lazy_fixes: bool = False, ask_gate: bool = True) -> FileResult:
     verdict = None
     fast: dict = {}
     # A module another module's summary gives facts (a kernel launched elsewhere) may have no
@@ -472,7 +475,7 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
             diags = [_rejected(source, path, error)] if settings.enabled(PARSE_ERROR) else []
             return FileResult(path, diags, source)
     elif use_prefilter:
-        verdict = None if forced else gate_verdict(source, settings, tree)
+        verdict = None if forced or not ask_gate else gate_verdict(source, settings, tree)
         if verdict is not None and not _allows(verdict, settings):
             # The stdlib parser accepted the file, so there is no REF900 to report.
             return FileResult(path, _noqa_only(source, path, settings), source,

@@ -115,3 +115,29 @@ def test_grow_starts_every_worker():
             w.close()
 
     asyncio.run(go())
+
+
+def test_the_next_text_of_an_analysed_document_skips_the_ast_stage(monkeypatch):
+    """A keystroke in a document whose last text was analysed is analysed without the gate's
+    walk, with the findings `reflint check` gives; a text the gate would rule out is still
+    checked right, and the text after it asks the gate again."""
+    from reflint import engine
+
+    asked = []
+    real = engine.gate_verdict
+    monkeypatch.setattr(engine, "gate_verdict", lambda *a, **k: asked.append(1) or real(*a, **k))
+    monkeypatch.setattr(server_worker, "_ANALYSED", {})
+    settings = Settings()
+    # The textual pre-filter keeps it (`jax.numpy`, a subscript), the gate rules it out.
+    clean = "import jax.numpy as jnp\n\n\ndef f(x):\n    return jnp.sum(x[0])\n"
+    edited = BUGGY.replace("r = jax", "rr = jax").replace("sum(r)", "sum(rr)")
+    texts = [BUGGY, edited, clean, clean, BUGGY]
+    got = [server_worker.lint_text(t, "doc.py", settings) for t in texts]
+    checked = [engine.lint_source(t, "doc.py", settings, lazy_fixes=True) for t in texts]
+    assert got == [c.diagnostics for c in checked]
+    assert checked[2].stage == "gated"
+    assert [[d.code for d in g] for g in got] == [["REF007"], ["REF007"], [], [], ["REF007"]]
+    # Asked for the first text, not for its edit (the first had a finding), not for the clean
+    # text after it (analysed: nothing found), then again for the clean text and the buggy
+    # one after it; and once per text by the check just above.
+    assert len(asked) == 3 + len(texts)
