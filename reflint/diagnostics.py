@@ -29,6 +29,8 @@ class Edit:
 
 @dataclass(frozen=True)
 class Fix:
+    """A fix: its message, its text edits and how safe it is (``applicability``)."""
+
     message: str
     edits: tuple
     applicability: str = SAFE
@@ -104,6 +106,8 @@ class LazyFix:
 
 @dataclass(frozen=True)
 class Related:
+    """A place a finding points to besides its own (where the ref was made ...)."""
+
     line: int
     column: int
     message: str
@@ -111,6 +115,8 @@ class Related:
 
 @dataclass(frozen=True, order=True)
 class Diagnostic:
+    """One finding of a rule in a file; findings sort by path, line, column and code."""
+
     path: str
     line: int
     column: int

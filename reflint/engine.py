@@ -63,6 +63,8 @@ sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
 @dataclass
 class FileResult:
+    """The outcome of checking one file: its diagnostics and which stage decided."""
+
     path: str
     diagnostics: list
     source: Optional[str] = None  # decoded text (None if undecodable)
@@ -990,6 +992,8 @@ def apply_edits(source: str, fixes: list) -> tuple[str, list]:
 
 @dataclass
 class FixOutcome:
+    """The outcome of fixing one file (``fix_source``)."""
+
     source: str  # the fixed source (the original when nothing was applied)
     fixed: int  # number of fixes applied
     remaining: list  # diagnostics left after fixing

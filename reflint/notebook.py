@@ -31,6 +31,8 @@ class NotebookError(ValueError):
 
 @dataclass
 class Notebook:
+    """A Jupyter notebook's code cells, joined into one program for the analysis."""
+
     raw: str  # the file's text
     data: dict  # the parsed JSON
     cells: list  # indices (in data["cells"]) of the code cells, in order

@@ -42,6 +42,8 @@ def default_select() -> frozenset:
 
 @dataclass
 class Settings:
+    """The rules and options a check runs with (from flags and configuration)."""
+
     select: frozenset = field(default_factory=default_select)
     target_jax_version: tuple = parse_version(DEFAULT_TARGET_JAX_VERSION)
     # Where the target version comes from (--show-settings): a flag, the configuration, the

@@ -45,6 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs
 
 @dataclass(frozen=True)
 class FunctionSummary:
+    """A top-level function of a module as other modules see it."""
+
     name: str
     line: int
     params: tuple  # ((name, kind), ...): kind "pos", "posonly", "vararg", "kwonly", "kwarg"
@@ -91,6 +93,8 @@ class Use:
 
 @dataclass
 class ModuleSummary:
+    """What other modules may need of one module (reflint.project reads it)."""
+
     module: str  # dotted name ("" when unknown)
     path: str
     is_package: bool = False

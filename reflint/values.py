@@ -68,12 +68,16 @@ def as_view(ref: "RefVal", how: str) -> "RefVal":
 
 @dataclass(eq=False)
 class SeqVal(Value):
+    """A tuple or list (``kind``) whose items' values are known, in order."""
+
     items: tuple
     kind: str = "tuple"
 
 
 @dataclass(eq=False)
 class DictVal(Value):
+    """A dict literal: key (a constant) -> the item's value."""
+
     items: dict
 
 
@@ -92,6 +96,9 @@ class Transform:
 
 @dataclass(eq=False)
 class FuncVal(Value):
+    """A function: its analysis (``info``), the transforms applied to it and what
+    ``functools.partial`` or a bound method's receiver give it."""
+
     info: "FunctionInfo"
     transforms: tuple = ()
     bound_args: tuple = ()  # functools.partial positional values
@@ -208,11 +215,15 @@ class TransformVal(Value):
 
 @dataclass(eq=False)
 class ClassVal(Value):
+    """A class defined in the module (calling it makes an instance)."""
+
     cls: "ClassInfo"
 
 
 @dataclass(eq=False)
 class InstanceVal(Value):
+    """An instance of a class defined in the module."""
+
     cls: "ClassInfo"
     node: Optional["cst.CSTNode"] = None  # the call that created it, when known (identity)
 

@@ -25,6 +25,9 @@ _METADATA = frozenset({"shape", "dtype", "ndim", "size"})
 
 @dataclass(frozen=True)
 class KernelIO:
+    """The parameters of a ``pallas_call`` kernel that receive its inputs, outputs and
+    scratch buffers, and which inputs are aliased to outputs."""
+
     inputs: tuple  # parameter names, in operand order
     outputs: tuple
     scratch: tuple

@@ -10,11 +10,13 @@ import os
 import textwrap
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from reflint import cli, gate, summary
 from reflint.summary import _cut_plan, _cut_text, _cut_tree, _relevant, _relevant_or_refs
 
 from conftest import fixture_files, installed_sources
+from test_gate import programs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -135,6 +137,17 @@ def test_cut_tree_on_installed_sources():
         seen.extend(_check_cut(source))
     cut = [x for x in seen if x != "no plan"]
     assert len(cut) > 1000 and cut.count("same") > 0.99 * len(cut)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_cut_tree_on_generated_programs(source):
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return
+    _check_cut(source)
+    _summaries_agree("gen.py", source)
 
 
 def _summaries_agree(path: str, source: str) -> None:

@@ -380,6 +380,9 @@ class DependenceMixin:
 
 @dataclass(eq=False)
 class Differentiation:
+    """The module's differentiated functions (``roots``) and the writes of values depending
+    on their differentiated inputs into refs from outside them."""
+
     writes: list  # DependentWrite
     roots: dict  # id(FunctionInfo) -> (params, transform, node)
 

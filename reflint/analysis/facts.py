@@ -17,6 +17,8 @@ from ..values import (
 
 @dataclass(eq=False)
 class Param:
+    """A parameter of a function: its name, node, kind and annotation's qualified name."""
+
     name: str
     node: cst.Param
     kind: str  # 'pos' (positional or keyword), 'posonly', 'kwonly', 'vararg', 'kwarg'
@@ -34,6 +36,8 @@ class Role:
 
 @dataclass(eq=False)
 class FunctionInfo:
+    """What the analysis knows of one function, lambda or the module's own code."""
+
     node: Any  # cst.FunctionDef | cst.Lambda | cst.Module
     name: str
     parent: Optional["FunctionInfo"]
@@ -101,6 +105,8 @@ class FunctionInfo:
 
 @dataclass(eq=False)
 class ClassInfo:
+    """What the analysis knows of one class definition."""
+
     node: cst.ClassDef
     name: str
     attrs: dict = field(default_factory=dict)  # self.<attr> -> joined Value
@@ -128,6 +134,8 @@ class ClassInfo:
 
 @dataclass(eq=False)
 class ReturnFact:
+    """A ``return`` (or a lambda's body) and the value it returns."""
+
     func: FunctionInfo
     node: cst.CSTNode  # the Return statement, or the lambda
     expr: Optional[cst.BaseExpression]  # the returned expression (lambda body)
@@ -201,6 +209,8 @@ class WithRefs:
 
 @dataclass(eq=False)
 class Creation:
+    """A ref created by a call (``jax.new_ref(x)``, ``jax.empty_ref(...)`` ...)."""
+
     node: cst.Call
     func: FunctionInfo
     ref: RefVal
@@ -211,6 +221,8 @@ class Creation:
 
 @dataclass(eq=False)
 class Freeze:
+    """A ``jax.freeze(ref)`` call."""
+
     node: cst.Call
     func: FunctionInfo
     ref_expr: cst.BaseExpression
@@ -219,6 +231,8 @@ class Freeze:
 
 @dataclass(eq=False)
 class UseAfterFreeze:
+    """A use of a ref after it was frozen (``kind``: what the use does)."""
+
     node: cst.CSTNode  # the use
     kind: str  # 'read', 'write', 'freeze', 'pass'
     ref: RefVal
@@ -228,6 +242,8 @@ class UseAfterFreeze:
 
 @dataclass(eq=False)
 class Binding:
+    """What one argument of a call binds: the parameter it reaches and its value."""
+
     param: Optional[str]  # None when the argument reaches no known parameter (e.g. *args)
     value: Optional[Value]
     expr: Optional[cst.BaseExpression]
@@ -330,6 +346,8 @@ class KernelLaunch:
 
 @dataclass(eq=False)
 class PlainCall:
+    """A direct call of a function of the module (not through a transform)."""
+
     node: cst.Call
     caller: FunctionInfo
     callee: FunctionInfo
