@@ -89,6 +89,8 @@ def convert(source: str, tree: Optional[ast.Module] = None,
         module = builder.module(tree)
     except RecursionError as e:
         raise Unsupported("nesting too deep") from e
+    finally:
+        builder.done()
     positions = AstPositions(builder)
     module._ast_positions = positions  # the nodes' text (``nodes.Module.code_for_node``)
     if record is not None:
@@ -445,6 +447,15 @@ class _Builder:
         return self.lines[node.lineno - 1][:self._col(node.lineno, node.col_offset)]
 
     # -- statements ----------------------------------------------------------------------
+
+    def done(self) -> None:
+        """Drop the dispatch tables (bound methods and lambdas of this builder: a cycle), so
+        that the ``ast`` tree and the positions it holds are freed by reference counting when
+        the last position is read, not by the cyclic collector (~24k objects and ~10 ms a
+        keystroke on a 2,000-line file)."""
+        self._stmt = self._small = self._expr = None
+        if self._inner_builder is not None:
+            self._inner_builder.done()
 
     def module(self, tree: ast.Module) -> cst.Module:
         return N.Module(body=self.block(tree.body))

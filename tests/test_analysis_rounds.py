@@ -34,11 +34,19 @@ out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8,), jnp.float32))(
 """
 
 # The launch is in a function defined after the kernel: the first round evaluates the kernel
-# before it knows the kernel is one (its parameters unknown), so only the second round finds
-# the missing `[...]` on `g_ref`.
+# after the other functions (its name is given to `pallas_call` in the text), so the launch
+# has made its parameters refs when it is evaluated.
 LAUNCH_IN_A_LATER_WRAPPER = HEADER + KERNEL + """
 def launch(x, g):
     return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, g)
+"""
+
+# The same through a name the text does not show given to `pallas_call`: the kernel is
+# evaluated before its launch, so only a second round finds the missing `[...]` on `g_ref`.
+LAUNCH_THROUGH_ANOTHER_NAME = HEADER + KERNEL + """
+def launch(x, g):
+    body = kernel
+    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, g)
 """
 
 
@@ -69,11 +77,16 @@ def test_every_round_runs_without_the_early_stop(no_early_stop):
     assert [f[0] for f in _findings(LAUNCH_AT_MODULE_LEVEL)] == ["REF007"]
 
 
+def test_kernel_launched_by_a_later_wrapper_takes_one_round():
+    assert _rounds(LAUNCH_IN_A_LATER_WRAPPER) == 1
+    assert [f[0] for f in _findings(LAUNCH_IN_A_LATER_WRAPPER)] == ["REF007"]
+
+
 def test_kernel_evaluated_before_its_launch_takes_a_second_round():
     """Its signature is empty after the first round too, but the kernel's parameters were read
     before the launch made them refs: stopping there would lose the finding."""
-    assert _rounds(LAUNCH_IN_A_LATER_WRAPPER) == 2
-    assert [f[0] for f in _findings(LAUNCH_IN_A_LATER_WRAPPER)] == ["REF007"]
+    assert _rounds(LAUNCH_THROUGH_ANOTHER_NAME) == 2
+    assert [f[0] for f in _findings(LAUNCH_THROUGH_ANOTHER_NAME)] == ["REF007"]
 
 
 def test_a_star_import_read_late_takes_a_second_round():

@@ -490,3 +490,25 @@ def test_same_tree_with_type_parameters():
         type Pair[T] = tuple[T, T]
         type Alias = int | None
     """), "type parameters")
+
+
+def test_a_checked_file_leaves_no_cycles_for_the_collector():
+    """The fast tree's builder, the `ast` tree and the positions are freed by reference
+    counting once the findings are out (the CLI and the server collect after each file: with
+    the builder's dispatch tables in a cycle, that collection walked ~24k objects a keystroke
+    on a 2,000-line kernel file)."""
+    import gc
+
+    source = BAD + "".join(f"\n\ndef k{i}(x_ref, o_ref):\n    o_ref[...] = x_ref + {i}\n"
+                           f"\n\ndef run{i}(x):\n    return pl.pallas_call(k{i}, out_shape=x)(x)\n"
+                           for i in range(50))
+    source = source.replace("import jax\n", "import jax\nfrom jax.experimental import pallas as pl\n", 1)
+    gc.collect()
+    gc.disable()
+    try:
+        result = lint_source(source, "k.py", ALL, lazy_fixes=True)
+        assert sum(d.code == "REF007" for d in result.diagnostics) == 50
+        del result
+        assert gc.collect() < 50
+    finally:
+        gc.enable()

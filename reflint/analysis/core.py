@@ -105,8 +105,20 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
         for n in range(MAX_ROUNDS):
             self._reset_round()
             self._eval_function(self.module_info)
-            while self._queue:
+            # The first round evaluates the module's functions that a kernel entry point is
+            # called with after the others: their launches (in a wrapper defined after them)
+            # then make their parameters refs before they are read, and the round can be the
+            # last (below). A scheduling guess from the text: a wrong one costs a round.
+            launched = self._launched_names() if n == 0 and EARLY_STOP else ()
+            later: list = []
+            while self._queue or later:
+                if not self._queue:
+                    self._queue, later, launched = later, [], ()
                 info = self._queue.pop(0)
+                if launched and info.name in launched and info.parent is self.module_info \
+                        and id(info) not in self._pallas_kernels:
+                    later.append(info)
+                    continue
                 self._eval_function(info)
             self.rounds = n + 1
             sig = self._round_signature()
@@ -126,6 +138,12 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
         self._extents: dict = {}  # trace_extent cache
         self._callees: dict = {}
         self._sites = None  # _call_sites index, lazily
+
+    def _launched_names(self) -> frozenset:
+        """Names the source passes first to a Pallas entry point (``pl.pallas_call(kernel,
+        ...``, ``functools.partial(kernel, ...)`` inside one)."""
+        return self.cached("launched names", lambda: frozenset(
+            m.group(1) for m in _launch_pattern().finditer(self.source or "")))
 
     def _reset_round(self) -> None:
         # The last round's plain calls: an object's fields read the calls its __init__ makes
@@ -359,6 +377,20 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
             if isinstance(base, QN):
                 return QN(f"{base.qualname}.{expr.attr.value}")
         return None
+
+
+_LAUNCH = None
+
+
+def _launch_pattern():
+    global _LAUNCH
+    if _LAUNCH is None:
+        import re
+
+        words = api.words_pattern(api.spelled_names(api.family(api.Family.KERNEL)))
+        _LAUNCH = re.compile(r"(?:" + words + r")\s*\(\s*(?:(?:functools\.)?partial\(\s*)?"
+                             r"([A-Za-z_]\w*)")
+    return _LAUNCH
 
 
 # The fixpoint's first round stops early where it can (_run); off: every round runs as before
