@@ -109,14 +109,15 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
             # called with after the others: their launches (in a wrapper defined after them)
             # then make their parameters refs before they are read, and the round can be the
             # last (below). A scheduling guess from the text: a wrong one costs a round.
-            launched = self._launched_names() if n == 0 and EARLY_STOP else ()
+            defer = n == 0 and EARLY_STOP
             later: list = []
             while self._queue or later:
                 if not self._queue:
-                    self._queue, later, launched = later, [], ()
+                    self._queue, later, defer = later, [], False
                 info = self._queue.pop(0)
-                if launched and info.name in launched and info.parent is self.module_info \
-                        and id(info) not in self._pallas_kernels:
+                if defer and info.parent is self.module_info and \
+                        info.name in self._launched_names() and \
+                        id(info) not in self._pallas_kernels:
                     later.append(info)
                     continue
                 self._eval_function(info)
@@ -142,8 +143,11 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
     def _launched_names(self) -> frozenset:
         """Names the source passes first to a Pallas entry point (``pl.pallas_call(kernel,
         ...``, ``functools.partial(kernel, ...)`` inside one)."""
-        return self.cached("launched names", lambda: frozenset(
-            m.group(1) for m in _launch_pattern().finditer(self.source or "")))
+        def build() -> frozenset:
+            source = self.source or ""
+            return frozenset(m.group(1) for m in _launch_pattern().finditer(source)
+                             if not _word_char(source[m.start() - 1:m.start()]))
+        return self.cached("launched names", build)
 
     def _reset_round(self) -> None:
         # The last round's plain calls: an object's fields read the calls its __init__ makes
@@ -387,10 +391,16 @@ def _launch_pattern():
     if _LAUNCH is None:
         import re
 
-        words = api.words_pattern(api.spelled_names(api.family(api.Family.KERNEL)))
-        _LAUNCH = re.compile(r"(?:" + words + r")\s*\(\s*(?:(?:functools\.)?partial\(\s*)?"
-                             r"([A-Za-z_]\w*)")
+        # The words without `\b` before them (checked on the match: `_word_char`), so that the
+        # search runs on their letters: twice as fast on a 100 KB file.
+        words = sorted(api.spelled_names(api.family(api.Family.KERNEL)), key=len, reverse=True)
+        _LAUNCH = re.compile(r"(?:" + "|".join(map(re.escape, words)) + r")\b\s*\(\s*"
+                             r"(?:(?:functools\.)?partial\(\s*)?([A-Za-z_]\w*)")
     return _LAUNCH
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 # The fixpoint's first round stops early where it can (_run); off: every round runs as before
