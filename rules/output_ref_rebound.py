@@ -96,8 +96,11 @@ class OutputRefRebound(Rule):
         for info in analysis.kernel_functions():
             if info.is_lambda:
                 continue
+            assigned = _assigned_names(analysis)
+            if not any(p.name in assigned for p in info.params):
+                continue  # no `name = ...` of a parameter's name anywhere in the module
             outputs = analysis.kernel_outputs(info)
-            if not outputs:
+            if not outputs or not assigned.intersection(outputs):
                 continue
             names = kernel_names(analysis, info)
             if not any(type(use[1]) is cst.AssignTarget
@@ -126,6 +129,19 @@ class OutputRefRebound(Rule):
                     f"{name} is an output ref of the Pallas kernel {info.name}: assigning to "
                     f"the name rebinds it and the output is never written; write it with "
                     f"{name}[...] = ...", fix=fix)
+
+
+def _assigned_names(analysis) -> frozenset:
+    """Every name bound by a plain assignment target (`name = ...`) in the module, nested
+    scopes included: a kernel whose outputs are none of them rebinds none (the walk of its
+    names, below, is spared)."""
+    def build() -> frozenset:
+        out = set()
+        for stmt, _, _ in analysis.small_statements():
+            if type(stmt) is cst.Assign:
+                out.update(t.target.value for t in stmt.targets if type(t.target) is cst.Name)
+        return frozenset(out)
+    return analysis.cached("assigned names", build)
 
 
 def _own_scope(node) -> bool:
