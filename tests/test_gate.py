@@ -509,7 +509,12 @@ def test_a_failing_gate_means_analyse(monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("bug")
 
+    # The engine reads the gate through a lazy module (reflint._lazy), which copies the
+    # gate's names when first read: patch that copy (loaded first), not only the module, or
+    # the copy would keep `boom` for every later test in this process if it were made now.
+    engine.gate.verdict  # noqa: B018 - loads the lazy module's names
     monkeypatch.setattr(gate, "verdict", boom)
+    monkeypatch.setattr(engine.gate, "verdict", boom)
     src = "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.\n"
     assert gate_allows(src, ALL)
     assert [d.code for d in lint_source(src, "f.py", ALL).diagnostics] == ["REF013"]
