@@ -904,22 +904,18 @@ def _summarize_task(task, share: bool = False) -> Optional[ModuleSummary]:
             return None
         if not share:
             return summarize(text, path, module_name(path)[1])
-        parsed: list = []
 
         def whole():
             from . import gate  # only for a module parsed whole: the check imports it then
 
             if not gate.room_for(text):
                 return None  # cut and parsed as without `share`
-            parsed.append(gate.parse(text))
-            return parsed[0]
+            tree = gate.parse(text)
+            if tree is not None:
+                gate.keep(text, tree)
+            return tree
 
-        got = summarize(text, path, module_name(path)[1], whole=whole)
-        if parsed and parsed[0] is not None:
-            from . import gate
-
-            gate.keep(text, parsed[0])
-        return got
+        return summarize(text, path, module_name(path)[1], whole=whole)
     except Exception:  # noqa: BLE001 - a summary is an extra: never fail the run for it
         return None
 
