@@ -17,9 +17,9 @@ section 2e (and docs/jax-versions.md for 0.11 and later).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 from ._lazy import lazy_re
+from ._record import record
 
 _TYPING = False
 if _TYPING:  # pragma: no cover - annotations only: importing typing costs start-up
@@ -76,7 +76,7 @@ class Role(str, enum.Enum):
         return self.value
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RoleInfo:
     """What a role means for the rules."""
 
@@ -331,7 +331,7 @@ class Result(enum.Enum):
     VJP = "(outputs, a VJP function)"  # jax.vjp
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Src:
     """Where an operand of a call comes from: the positional argument ``pos`` or the keyword
     ``kw``; ``rest``: every positional argument from ``pos`` on; ``sliced``: the callee gets
@@ -343,7 +343,7 @@ class Src:
     sliced: bool = False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Callee:
     """A function argument of an API call, and how the API calls it.
 
@@ -375,7 +375,7 @@ class Callee:
     typed_kwargs: bool = False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Api:
     """One API. See the module docstring."""
 

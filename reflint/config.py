@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass
 
 from . import jaxversion
 from ._lazy import lazy, lazy_re
+from ._record import record
 from .limits import DEFAULT_MAX_FILE_SIZE
 from .settings import (DEFAULT_EXCLUDE, Settings, default_select,
                        expand_codes, parse_version)
@@ -38,7 +38,7 @@ class ConfigError(Exception):
     """An invalid configuration: reported with exit code 2."""
 
 
-@dataclass
+@record
 class Overrides:
     """What the command line says; None = not given."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ._record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
@@ -12,7 +12,7 @@ SAFE = "safe"
 UNSAFE = "unsafe"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Edit:
     """Replace the source between two 1-based (line, column) positions with ``content``."""
 
@@ -27,7 +27,7 @@ class Edit:
                 "end_column": self.end_column, "content": self.content}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Fix:
     """A fix: its message, its text edits and how safe it is (``applicability``)."""
 
@@ -104,7 +104,7 @@ class LazyFix:
                 "edits": [e.to_json() for e in self.edits]}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Related:
     """A place a finding points to besides its own (where the ref was made ...)."""
 
@@ -113,7 +113,7 @@ class Related:
     message: str
 
 
-@dataclass(frozen=True, order=True)
+@record(frozen=True, order=True)
 class Diagnostic:
     """One finding of a rule in a file; findings sort by path, line, column and code."""
 

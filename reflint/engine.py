@@ -10,10 +10,10 @@ import io
 import re
 import sys
 import tokenize
-from dataclasses import dataclass, field, replace
 
 from . import limits
 from ._lazy import lazy, lazy_re
+from ._record import field, record, replace
 from .codes import CODES, META_CODES
 from .diagnostics import Diagnostic, LazyFix
 from .rule import all_rules
@@ -61,7 +61,7 @@ _LINE_SPLIT = lazy_re(r"\r\n|\r|\n")
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
 
-@dataclass
+@record
 class FileResult:
     """The outcome of checking one file: its diagnostics and which stage decided."""
 
@@ -757,7 +757,7 @@ def check_module(module: "nodes.Module", path: str, settings: Settings,
     return out
 
 
-@dataclass
+@record
 class NoqaComment:
     """One ``# noqa`` comment: ``codes`` is None for a bare ``# noqa`` (suppresses all)."""
 
@@ -791,7 +791,7 @@ def noqa_comments(source: str) -> list:
     return out
 
 
-@dataclass
+@record
 class TokenScan:
     """One tokenization of a source, shared by everything that asks about its lines: the
     token groups (lines joined by a multi-line token or a backslash, ended by a newline
@@ -990,7 +990,7 @@ def apply_edits(source: str, fixes: list) -> tuple[str, list]:
     return out, [c[3] for c in chosen]
 
 
-@dataclass
+@record
 class FixOutcome:
     """The outcome of fixing one file (``fix_source``)."""
 

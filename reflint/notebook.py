@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
 from typing import Optional
 
+from ._record import field, record, replace
 from .discovery import NOTEBOOK_SUFFIX as SUFFIX, is_notebook  # noqa: F401 - re-exported
 
 _LINE_MAGIC = re.compile(r"^(?P<indent>[ \t]*)(?:%|!|\?)")
@@ -29,7 +29,7 @@ class NotebookError(ValueError):
     """Not a notebook reflint can read (reported as REF900)."""
 
 
-@dataclass
+@record
 class Notebook:
     """A Jupyter notebook's code cells, joined into one program for the analysis."""
 

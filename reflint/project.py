@@ -22,9 +22,9 @@ without one every file is analysed on its own, as before.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from . import api
+from ._record import record
 from .summary import ModuleSummary, Target, module_name, summarize, summarize_calls
 
 TYPE_CHECKING = False
@@ -41,7 +41,7 @@ MAX_CLASS_LIBRARY_MODULES = 32
 REGISTRY_PACKAGES = ("jax", "jaxlib", "flax", "numpy", "functools", "builtins")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Launch:
     """A function of the project given to an API by some module: the API (its canonical name,
     the Callee's role), how the launching call spells it, where, and what partial binds."""
@@ -62,7 +62,7 @@ class Launch:
         return f"{qualname} is {verb} {how} in {where}:{self.line}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Wrapper:
     """A project function that hands its parameter ``param`` (position ``index``) to ``api``
     (through ``via`` wrappers), binding ``bound`` positional and ``bound_kws`` keyword
@@ -79,7 +79,7 @@ class Wrapper:
     bound_kws: tuple = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Values:
     """A project name as a value (``Project.values_of``): a module-level ref (``ref_global``,
     created at ``path:line``), or a function that returns a new ref (``returns_ref``, its
@@ -96,7 +96,7 @@ class Values:
     global_writes: tuple = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RefArg:
     """A ref another module gives a project function's parameter ``param``: the call
     (spelled ``text``) at ``path:line`` passes ``arg``, a ref there."""

@@ -47,7 +47,6 @@ import logging
 import os
 import sys
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import Optional
 
 from lsprotocol import types
@@ -57,6 +56,7 @@ from pygls.uris import from_fs_path
 
 from . import __version__
 from . import server_project, server_reuse, server_worker
+from ._record import field, record
 from .config import ConfigError, Resolver
 from .diagnostics import SAFE, Diagnostic, LazyFix
 from .discovery import excluded_with_parents
@@ -74,7 +74,7 @@ CACHED_TEXTS = 4  # per document: results of its last texts (undo, type-and-dele
 SETTLE_DELAY = 0.2
 
 
-@dataclass
+@record
 class DocState:
     """What the server knows of one open document (or notebook)."""
 
@@ -550,7 +550,7 @@ class ReflintServer(LanguageServer):
     def publish_ipynb(self, state: DocState, version, text: str, nb, raw: list) -> None:
         """An .ipynb opened as JSON text: each finding at its place in the JSON (the cell's
         source string), its message saying which cell and line."""
-        from dataclasses import replace
+        from ._record import replace
 
         from . import notebook as nbmod
 

@@ -309,7 +309,7 @@ def _build(tree: _Tree, files: list, buffers: dict, hashes: dict, stamps: dict,
     digests of both). ``previous``, the project built last, is returned instead when every
     module's summary is equal to its summary there (a keystroke inside a line): its facts,
     computed once, serve again."""
-    from dataclasses import replace
+    from ._record import replace
 
     from .project import Project
     from .summary import summarize, summarize_calls

@@ -18,10 +18,10 @@ diagnostics with ``reflint check`` on the edited text.
 
 from __future__ import annotations
 
-import dataclasses
-
 import re
 from typing import Optional
+
+from ._record import replace
 
 # Per line (0-based) of an analysed text: the column of a comment at bracket depth 0 that
 # ends the line; NO_COMMENT: the line ends at depth 0 (NEWLINE, or NL outside brackets)
@@ -154,7 +154,7 @@ def unbuilt_fixes(diags: list) -> list:
     for d in diags:
         fix = d.fix
         if fix is not None and not getattr(fix, "resolved", True):
-            d = dataclasses.replace(d, fix=fix.unbuilt())
+            d = replace(d, fix=fix.unbuilt())
         out.append(d)
     return out
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
 
+from ._record import field, record, replace
 from .codes import CODES, OPT_IN_CODES
 
 TYPE_CHECKING = False
@@ -40,7 +40,7 @@ def default_select() -> frozenset:
     return frozenset(c for c in CODES if c not in OPT_IN_CODES)
 
 
-@dataclass
+@record
 class Settings:
     """The rules and options a check runs with (from flags and configuration)."""
 

@@ -31,10 +31,10 @@ import ast
 import copy
 import os
 import re
-from dataclasses import dataclass, field
 
 from . import api
 from ._lazy import lazy_re
+from ._record import field, record
 from .astwalk import children as _children
 from .astwalk import walk as _walk
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs
     from typing import Optional
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FunctionSummary:
     """A top-level function of a module as other modules see it."""
 
@@ -54,7 +54,7 @@ class FunctionSummary:
     defaults: tuple = ()  # the parameters with a default value
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     """Where a function argument goes: a registry API (``api``, with the Callee's position)
     or a call of a project function not yet known to be a wrapper (``call``: its qualified
@@ -67,7 +67,7 @@ class Target:
     text: str = ""  # how the call spells it (`pl.pallas_call`), for messages
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Forward:
     """A parameter of a top-level function handed to ``target``."""
 
@@ -80,7 +80,7 @@ class Forward:
     bound_kws: tuple = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Use:
     """A function of another module (``qualname``, as imported) handed to ``target``."""
 
@@ -91,7 +91,7 @@ class Use:
     bound_kws: tuple = ()
 
 
-@dataclass
+@record
 class ModuleSummary:
     """What other modules may need of one module (reflint.project reads it)."""
 

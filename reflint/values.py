@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ._record import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
@@ -20,14 +20,14 @@ class Value:
     __slots__ = ()
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class QN(Value):
     """The object found at a qualified name, e.g. ``jax.numpy.sin`` (from imports)."""
 
     qualname: str
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class RefVal(Value):
     """A JAX Ref.
 
@@ -66,7 +66,7 @@ def as_view(ref: "RefVal", how: str) -> "RefVal":
                   root=ref.root, view=how)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class SeqVal(Value):
     """A tuple or list (``kind``) whose items' values are known, in order."""
 
@@ -74,14 +74,14 @@ class SeqVal(Value):
     kind: str = "tuple"
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class DictVal(Value):
     """A dict literal: key (a constant) -> the item's value."""
 
     items: dict
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Transform:
     """One application of a JAX transform to a function."""
 
@@ -94,7 +94,7 @@ class Transform:
     via: str = ""
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class FuncVal(Value):
     """A function: its analysis (``info``), the transforms applied to it and what
     ``functools.partial`` or a bound method's receiver give it."""
@@ -107,7 +107,7 @@ class FuncVal(Value):
     bound_kw_values: tuple = ()  # functools.partial (keyword, value) pairs
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class OneOf(Value):
     """One of several local functions: a name bound to different functions on different
     paths (``kernel = a if c else b``, ``if jit: f = jax.jit(f)``, a notebook defining the same
@@ -118,7 +118,7 @@ class OneOf(Value):
     alts: tuple
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Choice(Value):
     """One of several callables picked at run time from a container by a key reflint does not
     know: ``{"jit": jax.jit, "vmap": jax.vmap}[transform]``, ``ops[name]``. Called or used as a
@@ -129,7 +129,7 @@ class Choice(Value):
     alts: tuple
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class CaseVal(Value):
     """A test function's parameter bound by a parameterization decorator
     (``@parameterized.named_parameters(("array", 0), ("empty_tuple", ()))``,
@@ -143,7 +143,7 @@ class CaseVal(Value):
     alts: tuple
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class RefPoolVal(Value):
     """A container built by a comprehension whose every element is a ref created by the
     comprehension: ``[jax.new_ref(x) for x in xs]``, ``{k: jax.new_ref(v) for k, v in d}``.
@@ -162,7 +162,7 @@ class RefPoolVal(Value):
                       unique=unique, tree=b.tree, cls=b.cls)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class FuncPoolVal(Value):
     """A container built by a comprehension whose elements are functions: ``[jax.jit(k) for k
     in kernels]``, ``{name: jax.vmap(f) for ...}``. Every item is ``elt`` (a FuncVal, or a
@@ -172,7 +172,7 @@ class FuncPoolVal(Value):
     kind: str = "list"
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class RefSeqVal(Value):
     """A tuple of refs of unknown length: a Pallas kernel's ``*refs`` parameter, or a slice
     of one. Indexing, unpacking and iterating give refs (``item``)."""
@@ -203,7 +203,7 @@ class RefSeqVal(Value):
         return RefSeqVal(self.base, self.offset + start, True)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class TransformVal(Value):
     """A transform not yet applied to a function: ``jax.jit``, ``partial(jax.jit, ...)``."""
 
@@ -213,14 +213,14 @@ class TransformVal(Value):
     args: tuple = ()
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ClassVal(Value):
     """A class defined in the module (calling it makes an instance)."""
 
     cls: "ClassInfo"
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class InstanceVal(Value):
     """An instance of a class defined in the module."""
 
@@ -228,7 +228,7 @@ class InstanceVal(Value):
     node: Optional["cst.CSTNode"] = None  # the call that created it, when known (identity)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ObjVal(InstanceVal):
     """An object made at one allocation site (``node``: the constructor call): an instance of
     a class of the module (a plain class, a dataclass, a NamedTuple, a registered pytree
@@ -256,7 +256,7 @@ class ObjVal(InstanceVal):
         return SeqVal(tuple(self.fields.values()), "tuple")
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class NamespaceVal(Value):
     """A plain attribute bag (``types.SimpleNamespace(count=0, buf=x_ref)``): mutable Python
     state whose attributes are the ones given and the ones assigned later."""
@@ -265,7 +265,7 @@ class NamespaceVal(Value):
     attrs: dict = field(default_factory=dict)  # attribute -> joined Value
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class NnxVal(Value):
     """A Flax NNX Variable or object not known to hold refs (created with refs off, or where
     reflint does not know): it holds refs when read as part of a module that does."""
@@ -276,7 +276,7 @@ class NnxVal(Value):
     cls: Optional["ClassInfo"] = None  # a module of a class of this file
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ArrayVal(Value):
     """A JAX Array (result of jax.numpy / jax.lax / jax.random, or the read of a ref).
 
@@ -287,7 +287,7 @@ class ArrayVal(Value):
     also: tuple = ()
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class SpecialVal(Value):
     """Callable helpers with meaning for the analysis (``f.defvjp``, ``pallas_call(k)``...)."""
 

@@ -5,10 +5,9 @@ in the kernel's body (nested functions included)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from reflint import api
 from reflint._lazy import lazy
+from reflint._record import record
 from reflint.values import ArrayVal
 
 TYPE_CHECKING = False
@@ -23,7 +22,7 @@ _alternatives = lazy("reflint.analysis.alternatives")
 _METADATA = frozenset({"shape", "dtype", "ndim", "size"})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KernelIO:
     """The parameters of a ``pallas_call`` kernel that receive its inputs, outputs and
     scratch buffers, and which inputs are aliased to outputs."""

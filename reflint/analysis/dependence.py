@@ -15,12 +15,12 @@ under-reports rather than over-reports.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from typing import Optional
 
 from .. import nodes as cst
 
 from .. import api
+from .._record import record
 from ..values import (
     QN,
     FuncVal,
@@ -378,7 +378,7 @@ class DependenceMixin:
 # -- which functions are differentiated, with respect to which inputs ---------------------
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Differentiation:
     """The module's differentiated functions (``roots``) and the writes of values depending
     on their differentiated inputs into refs from outside them."""

@@ -24,12 +24,12 @@ Everything else not listed is unknown (None), and rules stay silent on it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 from .. import nodes as cst
 
 from .. import api
+from .._record import record
 from ..values import QN, ArrayVal, RefVal
 from .syntax import _bound_names
 
@@ -37,7 +37,7 @@ _MAX_DEPTH = 24
 _RANDOM = frozenset({"normal", "uniform", "truncated_normal", "randint", "bernoulli"})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AVal:
     """An abstract array value: ``dtype`` (a name of ``api.DTYPE_KINDS``), whether it is
     weakly typed (a Python scalar, or computed from weak ones only), and its ``shape`` (a

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
 from .. import nodes as cst
 
 from .. import api
+from .._record import replace
 from ..values import (
     QN,
     ArrayVal,
@@ -391,7 +391,7 @@ class ExpressionsMixin:
             if isinstance(value, RefVal) and value.tree and value.kwargs.get("ref"):
                 # A Variable created with `ref=True` holds a ref in every instance: one per
                 # instance, so never compared for aliasing.
-                return dataclasses.replace(value, unique=False)
+                return replace(value, unique=False)
             if isinstance(value, RefVal) and value.tree:
                 # An NNX object's attribute holds refs only in instances created with refs
                 # on, which are RefVals themselves; this instance is not known to be one

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .. import nodes as cst
 
 from .. import api
+from .._record import field, record
 from ..values import (
     RefVal,
     Transform,
@@ -15,7 +15,7 @@ from ..values import (
 )
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Param:
     """A parameter of a function: its name, node, kind and annotation's qualified name."""
 
@@ -25,7 +25,7 @@ class Param:
     annotation_qn: Optional[str] = None
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Role:
     """One way a function is traced: ``kind`` is a transform or a control-flow role."""
 
@@ -34,7 +34,7 @@ class Role:
     transform: Optional[Transform] = None
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class FunctionInfo:
     """What the analysis knows of one function, lambda or the module's own code."""
 
@@ -103,7 +103,7 @@ class FunctionInfo:
         return f"<FunctionInfo {self.name}>"
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ClassInfo:
     """What the analysis knows of one class definition."""
 
@@ -132,7 +132,7 @@ class ClassInfo:
         return None
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ReturnFact:
     """A ``return`` (or a lambda's body) and the value it returns."""
 
@@ -142,7 +142,7 @@ class ReturnFact:
     value: Optional[Value]
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class RefUse:
     """A Ref used as an Array: ``kind`` in 'binop', 'unary', 'compare', 'call_arg', 'attr',
     'builtin', 'augassign'."""
@@ -155,7 +155,7 @@ class RefUse:
     func: FunctionInfo
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class RefAccess:
     """A read or write of a ref: ``kind`` in 'read', 'setitem', 'augitem', 'set', 'swap',
     'addupdate', 'get'."""
@@ -172,7 +172,7 @@ class RefAccess:
         return self.kind not in ("read", "get")
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class VjpCall:
     """``jax.vjp(f, *primals)``: the primal values, and the calls of the VJP function it
     returns (``applications``)."""
@@ -183,7 +183,7 @@ class VjpCall:
     primals: list  # (Value, expr) per primal argument
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class VjpApplication:
     """A call of a VJP function: directly (``with_refs`` None) or after
     ``vjp_fn.with_refs(...)`` (the with_refs call, and how many entries it was given, None if
@@ -196,7 +196,7 @@ class VjpApplication:
     entries: Optional[int] = None
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class WithRefs:
     """``vjp_fn.with_refs(*entries)``: the entries as (cst.Arg, Value), None when some are
     starred or given by keyword."""
@@ -207,7 +207,7 @@ class WithRefs:
     entries: Optional[list]
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Creation:
     """A ref created by a call (``jax.new_ref(x)``, ``jax.empty_ref(...)`` ...)."""
 
@@ -219,7 +219,7 @@ class Creation:
     api_name: str
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Freeze:
     """A ``jax.freeze(ref)`` call."""
 
@@ -229,7 +229,7 @@ class Freeze:
     ref: RefVal
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class UseAfterFreeze:
     """A use of a ref after it was frozen (``kind``: what the use does)."""
 
@@ -240,7 +240,7 @@ class UseAfterFreeze:
     func: FunctionInfo
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Binding:
     """What one argument of a call binds: the parameter it reaches and its value."""
 
@@ -250,7 +250,7 @@ class Binding:
     partial: bool = False  # bound by functools.partial, not passed at this call
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class TracedCall:
     """A call that traces ``target`` (or several targets, e.g. cond branches).
 
@@ -268,7 +268,7 @@ class TracedCall:
     bindings: dict  # id(target info) -> {param: Binding}
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ItemWrite:
     """``base[...] = value`` (or ``base[...] += value``) on something that is not a Ref."""
 
@@ -279,7 +279,7 @@ class ItemWrite:
     target: cst.Subscript
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class AttributeWrite:
     """``base.attr = value`` (``value`` None for ``+=`` and the like)."""
 
@@ -290,7 +290,7 @@ class AttributeWrite:
     func: "FunctionInfo"
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class MutatingCall:
     """``receiver.append(...)`` and the other in-place methods of Python containers."""
 
@@ -300,7 +300,7 @@ class MutatingCall:
     func: "FunctionInfo"
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class AotCall:
     """``wrapped.lower(...)``, ``.trace(...)``, ``.eval_shape(...)`` (api.AOT_METHODS): a
     transformed function traced ahead of time; ``receiver`` is the expression before the
@@ -310,7 +310,7 @@ class AotCall:
     receiver: cst.CSTNode
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class KernelEntry:
     """A local function given to a Pallas entry point as its kernel / body (``callee`` is the
     registry's description of how the API calls it)."""
@@ -321,7 +321,7 @@ class KernelEntry:
     node: cst.CSTNode  # the decorator, call or partial applying the API
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class TracedConstructor:
     """A ref constructor itself given to a transform and called: ``jax.jit(jax.new_ref)(x)``
     traces a function whose output is the new ref."""
@@ -333,7 +333,7 @@ class TracedConstructor:
     transform_node: cst.CSTNode  # the transform call (`jax.jit(jax.new_ref)`)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class KernelLaunch:
     """A kernel launcher called with its operands: ``pallas_call(kernel, ...)(x, y)``."""
 
@@ -344,7 +344,7 @@ class KernelLaunch:
     kwargs: dict  # the API's keyword arguments (name -> expression)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class PlainCall:
     """A direct call of a function of the module (not through a transform)."""
 
@@ -354,7 +354,7 @@ class PlainCall:
     bindings: dict
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class DependentWrite:
     """A write of a value that depends on differentiated inputs into a non-differentiated ref
     (REF008): JAX rejects it when tracing."""

@@ -17,13 +17,13 @@ function the leaves of the trees they are given. The registry (``api.Family.RECO
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
 from typing import Optional
 
 from .. import nodes as cst
 
 from .. import api
+from .._record import replace
 from ..values import (
     QN,
     ClassVal,
@@ -271,9 +271,9 @@ class ObjectsMixin:
                 if found is not None:
                     return found
                 # A parameter of another method: one ref per call, never compared.
-                return dataclasses.replace(value, unique=False) if value.unique else value
+                return replace(value, unique=False) if value.unique else value
             if key[0] == "new":
-                return dataclasses.replace(value, key=key + (("obj", id(obj.node)),))
+                return replace(value, key=key + (("obj", id(obj.node)),))
             return value
         if isinstance(value, SeqVal):
             return SeqVal(tuple(self._instantiate(v, obj, init, bindings, depth + 1)
