@@ -41,16 +41,14 @@ def kernel_io(analysis, info) -> Optional[KernelIO]:
 
 
 def _kernel_io(analysis, info) -> Optional[KernelIO]:
-    entries = [e for e in analysis.kernel_entries if e.func is info]
+    entries = analysis.kernel_entries_of(info)
     if not entries or not all(e.api_name == api.PALLAS_CALL for e in entries):
         return None
     if info.is_lambda or any(p.kind in ("vararg", "kwarg") for p in info.params):
         return None
     params = list(analysis.kernel_ref_params(info))
     found = None
-    for launch in analysis.kernel_launches:
-        if info not in launch.targets:
-            continue
+    for launch in analysis.kernel_launches_of(info):
         if launch.operands is None or launch.api_name != api.PALLAS_CALL:
             return None
         n_out = _count_outputs(analysis, launch.kwargs.get("out_shape"))
@@ -116,6 +114,28 @@ def _assignments(analysis) -> dict:
                 out.setdefault(node.target.value, []).append(node)
         return out
     return analysis.cached("module assignments", build)
+
+
+def item_writes(analysis) -> dict:
+    """name -> the kinds of write through one of its items the module makes anywhere (nested
+    scopes included): "store" (``name[i] = v``), "augstore" (``name[i] += v``), as
+    ``name_uses`` names them. A ref none of them names has no such write, and its uses need
+    not be walked to know it."""
+    def build() -> dict:
+        out: dict = {}
+        for stmt, _, _ in analysis.small_statements():
+            t = type(stmt)
+            if t is cst.AugAssign:
+                targets, kind = (stmt.target,), "augstore"
+            elif t is cst.Assign:
+                targets, kind = [a.target for a in stmt.targets], "store"
+            else:
+                continue
+            for target in targets:
+                if type(target) is cst.Subscript and type(target.value) is cst.Name:
+                    out.setdefault(target.value.value, set()).add(kind)
+        return out
+    return analysis.cached("writes through an item", build)
 
 
 def _aliases(expr) -> Optional[dict]:

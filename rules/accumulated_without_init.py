@@ -4,7 +4,7 @@ from reflint._lazy import lazy
 from reflint.rule import Finding, Rule
 
 from ._common import REF_EVIDENCE
-from ._kernel_refs import kernel_io, name_uses
+from ._kernel_refs import item_writes, kernel_io, name_uses
 
 cst = lazy("reflint.nodes")
 
@@ -98,7 +98,7 @@ class AccumulatedWithoutInit(Rule):
                 is_output = k < len(io.outputs)
                 if is_output and k in io.aliased_outputs:
                     continue
-                if name not in _updated_names(analysis):
+                if "augstore" not in item_writes(analysis).get(name, ()):
                     continue  # no `name[...] += ...` anywhere in the module
                 uses = name_uses(analysis, info, name)
                 if not any(kind == "augstore" for kind, _ in uses) or \
@@ -114,17 +114,6 @@ class AccumulatedWithoutInit(Rule):
                     f"interpret=True); write it first, e.g. under "
                     f"@pl.when(pl.program_id(axis) == 0)")
                 break
-
-
-def _updated_names(analysis) -> frozenset:
-    """Every name updated in place through an item (`name[i] += v`) in the module, nested
-    scopes included: a ref none of them names has no such update (its uses are not walked)."""
-    def build() -> frozenset:
-        return frozenset(
-            stmt.target.value.value for stmt, _, _ in analysis.small_statements()
-            if type(stmt) is cst.AugAssign and type(stmt.target) is cst.Subscript and
-            type(stmt.target.value) is cst.Name)
-    return analysis.cached("names updated through an item", build)
 
 
 def _op(stmt) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from reflint.rule import Finding, Rule
 
 from ._common import REF_EVIDENCE
-from ._kernel_refs import kernel_io, name_uses
+from ._kernel_refs import item_writes, kernel_io, name_uses
 
 
 class InputRefWritten(Rule):
@@ -76,6 +76,10 @@ class InputRefWritten(Rule):
             io = kernel_io(analysis, info)
             if io is None or not io.outputs:
                 continue
+            written = item_writes(analysis)
+            if not any(name in written for k, name in enumerate(io.inputs)
+                       if k not in io.aliased_inputs):
+                continue  # no input written through an item anywhere: nothing to walk
             if any(kind != "meta" for out in io.outputs
                    for kind, _ in name_uses(analysis, info, out)):
                 continue

@@ -105,6 +105,20 @@ class QueriesMixin:
         return self.cached("kernel functions", lambda: list(
             {id(e.func): e.func for e in self.kernel_entries}.values()))
 
+    def kernel_entries_of(self, info: FunctionInfo) -> list:
+        """The kernel entries (``facts.KernelEntry``) running ``info``, in order."""
+        index = self.cached("kernel entries by function", lambda: _index(
+            (id(e.func), e) for e in self.kernel_entries))
+        return index.get(id(info), [])
+
+    def kernel_launches_of(self, info: FunctionInfo) -> list:
+        """The kernel launches (``facts.KernelLaunch``) one of whose targets is ``info``, in
+        order."""
+        index = self.cached("kernel launches by target", lambda: _index(
+            (id(t), launch) for launch in self.kernel_launches
+            for t in {id(t): t for t in launch.targets}.values()))
+        return index.get(id(info), [])
+
     def kernel_outputs(self, info: FunctionInfo) -> Optional[tuple]:
         """The parameters of a Pallas kernel that receive its output refs, when every launch
         of it says the same: the refs come in the order operands, outputs, scratch buffers
@@ -120,7 +134,7 @@ class QueriesMixin:
                      if p.kind in ("pos", "posonly") and p.name not in bound)
 
     def _kernel_outputs(self, info: FunctionInfo) -> Optional[tuple]:
-        entries = [e for e in self.kernel_entries if e.func is info]
+        entries = self.kernel_entries_of(info)
         if not entries or not all(e.callee.outputs_after_operands for e in entries):
             return None
         bound = self._pallas_kernels.get(id(info), set())
@@ -129,9 +143,7 @@ class QueriesMixin:
         params = [p.name for p in info.params
                   if p.kind in ("pos", "posonly") and p.name not in bound]
         found = None
-        for launch in self.kernel_launches:
-            if info not in launch.targets:
-                continue
+        for launch in self.kernel_launches_of(info):
             if launch.operands is None:
                 return None
             callee = next(e.callee for e in entries)
@@ -469,3 +481,10 @@ class QueriesMixin:
             return None
         return (rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1)
 
+
+def _index(pairs) -> dict:
+    """key -> the values paired with it, in order."""
+    out: dict = {}
+    for key, value in pairs:
+        out.setdefault(key, []).append(value)
+    return out
