@@ -898,6 +898,23 @@ def availability_names() -> list:
                   {name for name, _ in KWARG_AVAILABILITY})
 
 
+_PROBLEM_NAMES: dict = {}
+
+
+def problem_names(version: tuple):
+    """A regex of the last components of every API name missing or deprecated at ``version``:
+    a text it does not match uses none of them (REF015's question, and the gate's)."""
+    rx = _PROBLEM_NAMES.get(version)
+    if rx is None:
+        import re
+
+        tokens = sorted({q.rsplit(".", 1)[-1] for q in AVAILABILITY
+                         if availability(q, version)[0] in (NO, DEPRECATED)})
+        rx = _PROBLEM_NAMES[version] = re.compile(
+            r"\b(?:" + "|".join(map(re.escape, tokens)) + r")\b" if tokens else r"(?!x)x")
+    return rx
+
+
 # --------------------------------------------------------------------------------------------
 # Array functions
 # --------------------------------------------------------------------------------------------

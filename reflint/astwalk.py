@@ -46,8 +46,17 @@ def walk(node):
     """``ast.walk(node)`` without expression contexts: the node and its descendants,
     breadth first."""
     todo = deque([node])
-    pop, extend = todo.popleft, todo.extend
+    pop, push = todo.popleft, todo.append
+    table = _FIELDS
     while todo:
         node = pop()
-        extend(children(node))
+        t = type(node)
+        for name in table.get(t) or _fields(t):  # children(), inline: a call less a node
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for v in value:
+                    if isinstance(v, _AST):
+                        push(v)
+            elif isinstance(value, _AST):
+                push(value)
         yield node

@@ -874,6 +874,13 @@ def verdict(source: str, enabled, version: tuple, complete: bool = False,
         tree = parse(source)
         if tree is None:
             return None
+    if not complete and _spells_ref_source(source, tree):
+        # Refs are a yes (every rule may fire) without the walk. The two answers the rules
+        # still read come from the text: a name of REF015's spelled, `at` spelled (REF023).
+        return Verdict(refs=True, leak=None, array_item=None,
+                       unavailable="REF015" in enabled and
+                       api.problem_names(version).search(source) is not None,
+                       discarded="REF023" in enabled and _maybe_discarded(source))
     w = _Walker(_import_roots(source))
     try:
         w.body(tree.body)
@@ -882,6 +889,108 @@ def verdict(source: str, enabled, version: tuple, complete: bool = False,
         return _EVERYTHING
     finally:
         w.release()
+
+
+_SOURCE_CHAINS = None
+
+
+def _source_chains() -> dict:
+    """Qualified name or module prefix -> the rests that complete it to the spelling of a ref
+    source making refs wherever it is used (api.REF_SOURCES but the Ref type, a source only
+    as an annotation): ``jax.experimental.pallas`` -> ``pallas_call``, ``core_map`` ...;
+    ``jax.new_ref`` -> ``""``."""
+    global _SOURCE_CHAINS
+    if _SOURCE_CHAINS is None:
+        table: dict = {}
+        sources = api.REF_SOURCES - {api.REF_TYPE}
+        for qn, canon in api.CANONICAL.items():
+            if canon in sources:
+                parts = qn.split(".")
+                for i in range(1, len(parts) + 1):
+                    table.setdefault(".".join(parts[:i]), set()).add(".".join(parts[i:]))
+        _SOURCE_CHAINS = table
+    return _SOURCE_CHAINS
+
+
+def _spells_ref_source(source: str, tree: ast.Module) -> bool:
+    """A ref source called through an import of the module's own code (``pl.pallas_call(``,
+    ``jax.new_ref(``, ``new_ref(`` imported from jax): the Refs answer is yes, read from the
+    import statements outside functions and classes and a search of the text for those
+    spellings, without the walk.
+
+    A yes the walk might not give (the import name shadowed where it is spelled, the
+    spelling in a string or a comment) only costs the file an analysis the gate would have
+    spared it; a no decides nothing (the walk asks)."""
+    imports: dict = {}
+    _module_imports(tree.body, imports)
+    table = _source_chains()
+    spellings = set()
+    for local, qns in imports.items():
+        for q in qns:
+            for rest in table.get(q, ()):
+                spellings.add(f"{local}.{rest}" if rest else local)
+    if not spellings:
+        return False
+    # Each spelling's last word found in the text (a substring search, far cheaper than a
+    # regex of the spellings), then the dotted name it ends, called (not the name an import
+    # statement spells).
+    find = source.find
+    for word in {x.rpartition(".")[2] for x in spellings}:
+        n = len(word)
+        i = find(word)
+        while i >= 0:
+            end = i + n
+            if not _word_char(source[end:end + 1]) and \
+                    source[end:end + 80].lstrip()[:1] == "(":
+                j = i
+                while j and (_word_char(source[j - 1]) or source[j - 1] == "."):
+                    j -= 1
+                if source[j:end] in spellings:
+                    return True
+            i = find(word, end)
+    return False
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+_BLOCKS = (ast.If, ast.Try, ast.With) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+def _module_imports(body: list, out: dict) -> None:
+    """Local name -> the qualified names its imports give it, for the import statements of
+    the module's own code (in its ``if``/``try``/``with`` blocks too; not in functions)."""
+    for st in body:
+        t = type(st)
+        if t is ast.Import:
+            for a in st.names:
+                if a.asname:
+                    out.setdefault(a.asname, set()).add(a.name)
+                else:
+                    root = a.name.partition(".")[0]
+                    out.setdefault(root, set()).add(root)
+        elif t is ast.ImportFrom:
+            if st.level or not st.module:
+                continue
+            for a in st.names:
+                if a.name != "*":
+                    out.setdefault(a.asname or a.name, set()).add(f"{st.module}.{a.name}")
+        elif t in _BLOCKS:
+            _module_imports(st.body, out)
+            _module_imports(getattr(st, "orelse", ()), out)
+            _module_imports(getattr(st, "finalbody", ()), out)
+            for h in getattr(st, "handlers", ()):
+                _module_imports(h.body, out)
+
+
+def _maybe_discarded(source: str) -> bool:
+    """Whether the text may hold REF023's ``x.at[i].set(v)`` statement: it spells ``at``
+    as a word (an identifier outside ASCII may be ``at`` once normalized: a maybe)."""
+    return _AT_WORD.search(source) is not None or not source.isascii()
+
+
+_AT_WORD = re.compile(r"\bat\b")
 
 
 def _resolve_chain(w: _Walker, dotted: str, scope: _Scope) -> list:

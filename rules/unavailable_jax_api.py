@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import functools
 import re
 
 from reflint._lazy import lazy
@@ -84,7 +83,7 @@ class UnavailableJaxApi(Rule):
         # and the gate (reflint.gate), when it ran, saw such a name used.
         gate = analysis.gate_verdict
         if (gate is None or gate.unavailable) and \
-                _problem_names(version).search(analysis.source or ""):
+                api.problem_names(version).search(analysis.source or ""):
             parents = parents_of(analysis)
             for node, qualname in _names(analysis, parents):
                 status, where = api.availability(qualname, version)
@@ -109,16 +108,6 @@ class UnavailableJaxApi(Rule):
                                    f"{target} (the keyword exists in JAX {where}); it fails "
                                    f"with TypeError: unexpected keyword argument "
                                    f"'{arg.keyword.value}'")
-
-
-@functools.lru_cache(maxsize=None)
-def _problem_names(version: tuple):
-    """A regex of the last components of every API name missing or deprecated at ``version``."""
-    tokens = sorted({q.rsplit(".", 1)[-1] for q in api.AVAILABILITY
-                     if api.availability(q, version)[0] in (api.NO, api.DEPRECATED)})
-    if not tokens:
-        return re.compile(r"(?!x)x")
-    return re.compile(r"\b(?:" + "|".join(map(re.escape, tokens)) + r")\b")
 
 
 def _message(qualname, status, where, target) -> str:

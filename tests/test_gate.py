@@ -392,6 +392,95 @@ def test_gate_covers_the_analysis_on_fixtures(path):
         _check_covers(fh.read(), path)
 
 
+QUICK_YES = [
+    "import jax\nx_ref = jax.new_ref(0.)\n",
+    "import jax as J\nx_ref = J.new_ref (0.)\n",
+    "from jax import new_ref\nx_ref = new_ref(0.)\n",
+    "from jax.experimental import pallas as pl\nf = pl.pallas_call(k, out_shape=s)\n",
+    "try:\n    from jax.experimental import pallas as pl\nexcept ImportError:\n    pl = None\n"
+    "def f(x):\n    return pl.pallas_call(k)(x)\n",
+    "import jax.experimental.pallas as pl\n@pl.core_map(mesh)\ndef body():\n    pass\n",
+    "from flax import nnx\nnnx.use_refs(True)\n",
+]
+QUICK_NO = [
+    "import jax\n",  # no source spelled
+    "from jax import new_ref as new_ref\n",  # a re-export: the import spells it, not a call
+    "import jax\nf = jax.new_ref\n",  # not called: the walk decides
+    "def f(jax):\n    return jax.new_ref(0.)\n",  # no import of jax
+    "import jax\ndef f(r: jax.Ref):\n    pass\n",  # the Ref type: only where it annotates
+    "import jax\nx = my.jax.new_ref(0.)\n",  # not the import's name
+    "import jax\nx = jax.not_new_ref(0.)\n",
+    "from . import jax\nx = jax.new_ref(0.)\n",  # a relative import: the walk resolves it
+]
+
+
+@pytest.mark.parametrize("src", QUICK_YES)
+def test_a_ref_source_called_through_an_import_is_a_yes_from_the_text(src):
+    import ast
+
+    assert gate._spells_ref_source(src, ast.parse(src))
+    v = gate.verdict(src, ALL.select, VERSION)
+    assert v.refs is True and v.leak is None and v.array_item is None
+    assert verdict(src).refs  # the walk agrees
+
+
+@pytest.mark.parametrize("src", QUICK_NO)
+def test_other_spellings_are_left_to_the_walk(src, monkeypatch):
+    import ast
+
+    assert not gate._spells_ref_source(src, ast.parse(src))
+    walked = []
+    original = gate._Walker.body
+    monkeypatch.setattr(gate._Walker, "body", lambda self, b: walked.append(1) or
+                        original(self, b))
+    gate.verdict(src, ALL.select, VERSION)
+    assert walked
+
+
+def test_a_call_spelled_in_a_comment_is_a_yes_that_costs_an_analysis_not_a_finding():
+    import ast
+
+    src = "import jax\nx = jnp.zeros(3)  # not jax.new_ref(0.)\nx[0] = 1.\n"
+    assert gate._spells_ref_source(src, ast.parse(src))  # the text search reads comments
+    assert not verdict(src).refs  # the walk does not
+    on = [d.code for d in lint_source(src, "f.py", ALL).diagnostics]
+    off = [d.code for d in lint_source(src, "f.py", ALL, use_prefilter=False).diagnostics]
+    assert on == off == []
+
+
+def _check_quick_covers(source, path):
+    """Where the text says yes, the answers the rules still read (REF015's, REF023's) are
+    maybes wherever the walk's are."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return
+    if not gate._spells_ref_source(source, tree):
+        return
+    quick = gate.verdict(source, ALL.select, VERSION, tree=tree)
+    walked = gate.verdict(source, ALL.select, VERSION, complete=True, tree=tree)
+    assert quick.refs
+    assert quick.unavailable or not walked.unavailable, (path, "REF015")
+    assert quick.discarded or not walked.discarded, (path, "REF023")
+
+
+@pytest.mark.parametrize("path", fixture_files(), ids=os.path.basename)
+def test_the_text_answers_cover_the_walk_on_fixtures(path):
+    with open(path, encoding="utf-8") as fh:
+        _check_quick_covers(fh.read(), path)
+
+
+@pytest.mark.slow
+def test_the_text_answers_cover_the_walk_on_installed_sources():
+    checked = 0
+    for path, source in installed_sources():
+        _check_quick_covers(source, path)
+        checked += 1
+    assert checked > 500
+
+
 def _installed_sample():
     """Every fifth candidate file of the installed jax and flax (sorted; ~100 files)."""
     return [(p, source) for p, source in installed_sources()
@@ -569,9 +658,20 @@ def test_a_file_without_refs_runs_only_the_rules_the_gate_allows(monkeypatch):
     ran.clear()
     # With a ref, every rule runs but REF023, whose answer is syntax (no expression
     # statement drops an `.at[...]` update); REF015's walk still waits for a name the gate
-    # saw.
+    # saw (a ref the walk finds: a parameter annotated `jax.Ref`).
+    src = "import jax\ndef f(r: jax.Ref):  # array_ref\n    r[0] = 1.\n"
+    lint_source(src, "f.py", ALL)
+    assert set(ran) == {r.code for r in all_rules()} - {"REF023"} and not walked
+    ran.clear()
+    # A ref source called through an import: the gate answers from the text, without its
+    # walk (_spells_ref_source); REF015 walks if the text spells one of its names, if only in
+    # a comment, and not otherwise.
     src = "import jax\nr = jax.new_ref(0.)  # array_ref\nr[0] = 1.\n"
     lint_source(src, "f.py", ALL)
+    assert set(ran) == {r.code for r in all_rules()} - {"REF023"} and walked
+    ran.clear()
+    walked.clear()
+    lint_source(src.replace("array_ref", "a ref"), "f.py", ALL)
     assert set(ran) == {r.code for r in all_rules()} - {"REF023"} and not walked
     ran.clear()
     lint_source(src + "x = r[...]\nx.at[0].set(2.)\n", "f.py", ALL)
