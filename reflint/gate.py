@@ -41,7 +41,10 @@ on every fixture and example, and the gate's verdict with the analysis' own fact
   nothing, and a function whose decorator binds its name to nothing is reached by no call.
 
 The gate never decides that a file has findings, only that it cannot, which keeps it simple:
-no control flow, no call-site matching of arguments to parameters.
+no control flow, no call-site matching of arguments to parameters. Its one shortcut is a yes:
+a ref source called through an import of the module's own code (``pl.pallas_call(``) is
+found in the text, without the walk (``_spells_ref_source``); a yes costs at most an
+analysis, so it need not be exact.
 """
 
 from __future__ import annotations
