@@ -160,6 +160,60 @@ def _uses_by_walk(body, name: str) -> list:
     return out
 
 
+# Every kind of statement holder: small_statements reads only the fields that hold
+# statements (body, orelse, handlers, finalbody, cases).
+EVERY_STATEMENT = """\
+import jax
+x = 1; y = 2
+if x:
+    a = 1
+elif y:
+    b = 2
+else:
+    c = 3
+for i in range(3):
+    d = i
+else:
+    e = 0
+while x:
+    f = 1
+    break
+else:
+    g = 2
+try:
+    h = 1
+except ValueError as err:
+    i = 2
+except (KeyError, TypeError):
+    pass
+else:
+    j = 3
+finally:
+    k = 4
+with open("f") as fh, open("g"):
+    m = fh
+async def co():
+    async with w:
+        n = 1
+    async for q in it:
+        r = q
+match x:
+    case 1 if y:
+        s = 1
+    case [a, *rest]:
+        t = rest
+    case _:
+        u = 0
+class C:
+    v = 1
+    def m(self):
+        if self: return 1
+        w = lambda: (yield)
+@jax.jit
+def g(z): return z
+"""
+
+
 @pytest.mark.parametrize("fast", [True, False], ids=["fast tree", "libcst"])
 def test_small_statements_are_the_index_s_with_their_scope_and_blocks(fast):
     """syntax.small_statements (a walk of statements only) finds every small statement the
@@ -167,7 +221,8 @@ def test_small_statements_are_the_index_s_with_their_scope_and_blocks(fast):
     in between, as the parents say."""
     from reflint.analysis.syntax import small_statements
 
-    sources = [SOURCE] + [open(p, encoding="utf-8").read() for p in fixture_files()[::25]]
+    sources = [SOURCE, EVERY_STATEMENT] + [open(p, encoding="utf-8").read()
+                                           for p in fixture_files()[::5]]
     for source in sources:
         a = _analysis(source, fast)
         index = a.syntax_index()

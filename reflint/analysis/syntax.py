@@ -80,6 +80,12 @@ def child_nodes(node) -> list:
     return out
 
 
+# The fields through which a node holds statements, suites or clauses (``body``, ``orelse``,
+# ``handlers``, ``finalbody``, ``cases``): small_statements reads no other, per node type in
+# field order (tests/test_syntax_index.py compares it with a walk of every child).
+_STATEMENT_FIELD_NAMES = frozenset({"body", "orelse", "handlers", "finalbody", "cases"})
+_STATEMENT_FIELDS: dict = {}
+
 # The nodes that hold statements (below a module): statements and their suites and clauses.
 _STATEMENT_HOLDERS = (cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine,
                       cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally,
@@ -94,6 +100,7 @@ def small_statements(module):
     whole-module walk."""
     holders = _STATEMENT_HOLDERS
     small, compound = cst.BaseSmallStatement, cst.BaseCompoundStatement
+    table = _STATEMENT_FIELDS
     stack = [(module, None, ())]
     pop, push = stack.pop, stack.append
     while stack:  # depth first, in field order (as SyntaxIndex.nodes)
@@ -106,7 +113,17 @@ def small_statements(module):
             scope, blocks = node, ()
         elif isinstance(node, compound):
             blocks = blocks + (node,)
-        for child in reversed(child_nodes(node)):
+        fields = table.get(t)
+        if fields is None:
+            fields = table[t] = tuple(f for f in node._node_fields if f in _STATEMENT_FIELD_NAMES)
+        children = []
+        for name in fields:  # the fields that hold statements only: no expression is read
+            value = getattr(node, name)
+            if type(value) is list or type(value) is tuple:
+                children.extend(value)
+            elif value is not None:
+                children.append(value)
+        for child in reversed(children):
             if isinstance(child, holders) or isinstance(child, small):
                 push((child, scope, blocks))
 
