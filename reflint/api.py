@@ -901,18 +901,31 @@ def availability_names() -> list:
 _PROBLEM_NAMES: dict = {}
 
 
-def problem_names(version: tuple):
-    """A regex of the last components of every API name missing or deprecated at ``version``:
-    a text it does not match uses none of them (REF015's question, and the gate's)."""
-    rx = _PROBLEM_NAMES.get(version)
-    if rx is None:
-        import re
+def problem_names(version: tuple) -> tuple:
+    """The last components of every API name missing or deprecated at ``version``."""
+    words = _PROBLEM_NAMES.get(version)
+    if words is None:
+        words = _PROBLEM_NAMES[version] = tuple(sorted(
+            {q.rsplit(".", 1)[-1] for q in AVAILABILITY
+             if availability(q, version)[0] in (NO, DEPRECATED)}))
+    return words
 
-        tokens = sorted({q.rsplit(".", 1)[-1] for q in AVAILABILITY
-                         if availability(q, version)[0] in (NO, DEPRECATED)})
-        rx = _PROBLEM_NAMES[version] = re.compile(
-            r"\b(?:" + "|".join(map(re.escape, tokens)) + r")\b" if tokens else r"(?!x)x")
-    return rx
+
+def spells_problem_name(source: str, version: tuple) -> bool:
+    """Whether ``source`` spells one of ``problem_names(version)`` as a whole word: a text
+    that does not uses none of those APIs (REF015's question, and the gate's). A substring
+    search per word (a regex of the words between word boundaries is ten times slower)."""
+    find = source.find
+    for word in problem_names(version):
+        n = len(word)
+        i = find(word)
+        while i >= 0:
+            end = i + n
+            before, after = source[i - 1:i] if i else "", source[end:end + 1]
+            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+                return True
+            i = find(word, i + 1)
+    return False
 
 
 # --------------------------------------------------------------------------------------------

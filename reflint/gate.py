@@ -882,7 +882,7 @@ def verdict(source: str, enabled, version: tuple, complete: bool = False,
         # still read come from the text: a name of REF015's spelled, `at` spelled (REF023).
         return Verdict(refs=True, leak=None, array_item=None,
                        unavailable="REF015" in enabled and
-                       api.problem_names(version).search(source) is not None,
+                       api.spells_problem_name(source, version),
                        discarded="REF023" in enabled and _maybe_discarded(source))
     w = _Walker(_import_roots(source))
     try:

@@ -83,7 +83,7 @@ class UnavailableJaxApi(Rule):
         # and the gate (reflint.gate), when it ran, saw such a name used.
         gate = analysis.gate_verdict
         if (gate is None or gate.unavailable) and \
-                api.problem_names(version).search(analysis.source or ""):
+                api.spells_problem_name(analysis.source or "", version):
             parents = parents_of(analysis)
             for node, qualname in _names(analysis, parents):
                 status, where = api.availability(qualname, version)

@@ -297,3 +297,31 @@ def test_refs_of_a_no_remat_kind_may_be_written_under_remat(kind, expected):
               "@jax.remat\ndef f(y):\n    x_ref[...] += 1\n    return y * 2\n\n"
               "jax.grad(f)(2.0)\n")
     assert {c for c in _codes(source) if c[1] == "REF006"} == expected
+
+
+# --------------------------------------------------------------------------------------------
+# REF015's text question: a name missing at the target version spelled as a word
+# --------------------------------------------------------------------------------------------
+
+def _problem_regex(version):
+    words = api.problem_names(version)
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b") if words else None
+
+
+@pytest.mark.parametrize("version", [(0, 7, 1), (0, 8, 0), (0, 10, 2), (0, 12, 0, 1)])
+def test_spells_problem_name_is_the_word_boundary_regex(version):
+    """api.spells_problem_name (substring searches) answers as the regex of the words between
+    word boundaries, on texts built from the words, their neighbours and the fixtures."""
+    words = list(api.problem_names(version))
+    rx = _problem_regex(version)
+    if rx is None:
+        assert not api.spells_problem_name("x = 1\n", version)
+        return
+    rng = random.Random(15)
+    pieces = words + ["_", "x", "é", "2", ".", " ", "\n", "(", "ArrayRefs", "my_" + words[0]]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))) for _ in range(3000)]
+    from conftest import fixture_files
+
+    texts += [open(p, encoding="utf-8").read() for p in fixture_files()[::3]]
+    for text in texts:
+        assert api.spells_problem_name(text, version) == (rx.search(text) is not None), text
