@@ -338,7 +338,9 @@ async def test_a_slow_document_does_not_block_another(client, tmp_path):
         from startup import kernel_file
     finally:
         sys.path.pop(0)
-    big_text = kernel_file(2000)
+    # Slow: ~0.5 s of analysis on this machine, several times what the small document takes
+    # even with the second worker to start (2,000 lines stopped being slow enough).
+    big_text = kernel_file(8000)
     big = _uri(tmp_path, "big.py", big_text)
     small = _uri(tmp_path, "small.py", BUGGY)
     open_doc(client, big, big_text)
