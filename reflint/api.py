@@ -911,21 +911,27 @@ def problem_names(version: tuple) -> tuple:
     return words
 
 
+def word_char(c: str) -> bool:
+    """Whether ``c`` can be part of an identifier (``\\w``)."""
+    return c.isalnum() or c == "_"
+
+
+def whole_words(source: str, word: str):
+    """The offsets at which ``source`` spells ``word`` as a whole word (``\\bword\\b``), by
+    substring search: for a few words, ten times faster than a regex between word
+    boundaries, which cannot skip ahead on a literal."""
+    find, n = source.find, len(word)
+    i = find(word)
+    while i >= 0:
+        if not (i and word_char(source[i - 1])) and not word_char(source[i + n:i + n + 1]):
+            yield i
+        i = find(word, i + 1)
+
+
 def spells_problem_name(source: str, version: tuple) -> bool:
     """Whether ``source`` spells one of ``problem_names(version)`` as a whole word: a text
-    that does not uses none of those APIs (REF015's question, and the gate's). A substring
-    search per word (a regex of the words between word boundaries is ten times slower)."""
-    find = source.find
-    for word in problem_names(version):
-        n = len(word)
-        i = find(word)
-        while i >= 0:
-            end = i + n
-            before, after = source[i - 1:i] if i else "", source[end:end + 1]
-            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
-                return True
-            i = find(word, i + 1)
-    return False
+    that does not uses none of those APIs (REF015's question, and the gate's)."""
+    return any(next(whole_words(source, w), None) is not None for w in problem_names(version))
 
 
 # --------------------------------------------------------------------------------------------

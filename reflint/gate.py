@@ -937,25 +937,18 @@ def _spells_ref_source(source: str, tree: ast.Module) -> bool:
     # Each spelling's last word found in the text (a substring search, far cheaper than a
     # regex of the spellings), then the dotted name it ends, called (not the name an import
     # statement spells).
-    find = source.find
     for word in {x.rpartition(".")[2] for x in spellings}:
-        n = len(word)
-        i = find(word)
-        while i >= 0:
-            end = i + n
-            if not _word_char(source[end:end + 1]) and \
-                    source[end:end + 80].lstrip()[:1] == "(":
-                j = i
-                while j and (_word_char(source[j - 1]) or source[j - 1] == "."):
-                    j -= 1
-                if source[j:end] in spellings:
-                    return True
-            i = find(word, end)
+        end_of = len(word)
+        for i in api.whole_words(source, word):
+            end = i + end_of
+            if source[end:end + 80].lstrip()[:1] != "(":
+                continue
+            j = i
+            while j and (api.word_char(source[j - 1]) or source[j - 1] == "."):
+                j -= 1
+            if source[j:end] in spellings:
+                return True
     return False
-
-
-def _word_char(c: str) -> bool:
-    return c.isalnum() or c == "_"
 
 
 _BLOCKS = (ast.If, ast.Try, ast.With) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())

@@ -146,7 +146,7 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
         def build() -> frozenset:
             source = self.source or ""
             return frozenset(m.group(1) for m in _launch_pattern().finditer(source)
-                             if not _word_char(source[m.start() - 1:m.start()]))
+                             if not api.word_char(source[m.start() - 1:m.start()]))
         return self.cached("launched names", build)
 
     def _reset_round(self) -> None:
@@ -391,16 +391,12 @@ def _launch_pattern():
     if _LAUNCH is None:
         import re
 
-        # The words without `\b` before them (checked on the match: `_word_char`), so that the
+        # The words without `\b` before them (checked on the match: `api.word_char`), so that the
         # search runs on their letters: twice as fast on a 100 KB file.
         words = sorted(api.spelled_names(api.family(api.Family.KERNEL)), key=len, reverse=True)
         _LAUNCH = re.compile(r"(?:" + "|".join(map(re.escape, words)) + r")\b\s*\(\s*"
                              r"(?:(?:functools\.)?partial\(\s*)?([A-Za-z_]\w*)")
     return _LAUNCH
-
-
-def _word_char(c: str) -> bool:
-    return c.isalnum() or c == "_"
 
 
 # The fixpoint's first round stops early where it can (_run); off: every round runs as before
