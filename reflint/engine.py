@@ -14,6 +14,7 @@ import tokenize
 from . import limits
 from ._lazy import lazy, lazy_re
 from ._record import field, record, replace
+from .api import word_char
 from .codes import CODES, META_CODES
 from .diagnostics import Diagnostic, LazyFix
 from .rule import all_rules
@@ -51,7 +52,15 @@ NOT_CHECKED = "REF904"
 LIBCST_MAX_DEPTH = 400
 # flake8's suppression syntax (bare, with codes "A1, B2", upper case), also without the space.
 _NOQA = lazy_re(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
-_NOQA_HINT = re.compile(r"noqa", re.I)
+
+
+def _noqa_hint(source: str) -> bool:
+    """Whether ``source`` may hold a ``noqa`` comment (any case): a substring test, first on
+    the text as it is (the common spelling), then on its lower case; a regex searched with
+    ``re.I`` cannot skip ahead on the literal and costs ten times more on a file without."""
+    return "noqa" in source or "noqa" in source.lower()
+
+
 # A noqa comment that may name a REF code (a superset of _NOQA's matches that have one).
 _REF_NOQA_HINT = lazy_re(r"noqa\s*:.*?ref", re.I)
 _CODE = lazy_re(r"[A-Z]+[0-9]+", re.I)
@@ -121,17 +130,21 @@ class _Triggers:
     literal gate keeps a file without them cheap."""
 
     def __init__(self, singles: list, conjunctions: list):
-        self.single = Prefilter("|".join(f"(?:{p})" for p in singles)) if singles else None
+        # One Prefilter per regex, however many rules share it: each has its own literals and
+        # window (a union's window is its widest member's, and it has none if one member is
+        # unbounded: every text with a literal would then be searched whole).
         parts: dict = {}
-        for c in conjunctions:  # one Prefilter per regex, however many rules share it
+        self.singles = [parts.setdefault(p, Prefilter(p)) for p in singles]
+        for c in conjunctions:
             for p in c:
                 if p not in parts:
                     parts[p] = Prefilter(p)
         self.conjunctions = [[parts[p] for p in c] for c in conjunctions]
 
     def search(self, text: str) -> bool:
-        if self.single is not None and self.single.search(text):
-            return True
+        for single in self.singles:
+            if single.search(text):
+                return True
         seen: dict = {}
         for conj in self.conjunctions:
             for part in conj:
@@ -168,6 +181,9 @@ class Prefilter:
     def __init__(self, pattern: Optional[str]):
         self.pattern = pattern
         self._regex = None
+        # Without a window, for a pattern ``\\bword...``: the regex after its ``\\b``, whose
+        # leading literal the regex engine searches for fast (``\\b`` first stops that).
+        self._rest: Optional[str] = None
         self.literals: Optional[list] = None
         self.window: Optional[int] = None
         if pattern is None:
@@ -192,6 +208,8 @@ class Prefilter:
             return
         if hi < 1000 and not _has_lookaround(parsed):
             self.window = hi
+        else:
+            self._rest = _after_word_boundary(pattern, parsed)
 
     @property
     def regex(self):
@@ -211,6 +229,8 @@ class Prefilter:
         if w is None:
             for lit in lits:
                 if lit in text:
+                    if self._rest is not None:
+                        return self._search_after_boundary(text)
                     return self.regex.search(text)
             return None
         size = len(text)
@@ -229,6 +249,46 @@ class Prefilter:
                     return m
                 i = text.find(lit, i + 1)
         return None
+
+
+    def _search_after_boundary(self, text: str):
+        """``regex.search(text)`` for ``\\b`` + ``_rest`` where ``_rest`` starts with a word
+        character: every start of a ``_rest`` match, in order, until one has no word
+        character before it (a word boundary there)."""
+        rx = _compiled(self._rest)
+        pos = 0
+        while True:
+            m = rx.search(text, pos)
+            if m is None:
+                return None
+            start = m.start()
+            if not (start and word_char(text[start - 1])):
+                return m
+            pos = start + 1
+
+
+_COMPILED: dict = {}
+
+
+def _compiled(pattern: str):
+    rx = _COMPILED.get(pattern)
+    if rx is None:
+        rx = _COMPILED[pattern] = re.compile(pattern)
+    return rx
+
+
+def _after_word_boundary(pattern: str, parsed) -> Optional[str]:
+    """``pattern`` without its leading ``\\b`` when it is ``\\b`` followed by a word character
+    and no alternation at the top (``\\bat\\s*\\[``); else None."""
+    data = parsed.data if hasattr(parsed, "data") else list(parsed)
+    if len(data) < 2 or not pattern.startswith(r"\b"):
+        return None
+    (op0, av0), (op1, av1) = data[0], data[1]
+    if op0 is not _sre_c.AT or av0 is not _sre_c.AT_BOUNDARY or op1 is not _sre_c.LITERAL:
+        return None
+    if not word_char(chr(av1)) or any(op is _sre_c.BRANCH for op, _ in data):
+        return None
+    return pattern[2:]
 
 
 def _required_literals(items) -> Optional[list]:
@@ -693,7 +753,7 @@ def ruled_out_by_text(source: str, path: str, settings: Settings) -> tuple:
 
 def _noqa_only(source: str, path: str, settings: Settings) -> list:
     """A file no rule analysed still has its suppression comments checked (REF901/REF902)."""
-    return apply_noqa([], source, settings, path) if _NOQA_HINT.search(source) else []
+    return apply_noqa([], source, settings, path) if _noqa_hint(source) else []
 
 
 def syntax_error_only(source: str, path: str) -> Optional[Diagnostic]:
@@ -773,7 +833,7 @@ def noqa_comments(source: str) -> list:
     As in flake8, a comment covers its own physical line, and all the lines of a token group
     that spans several lines without a newline token (a multi-line string, a backslash
     continuation)."""
-    if not _NOQA_HINT.search(source):
+    if not _noqa_hint(source):
         return []
     scan = token_scan(source)
     if scan is None:
@@ -882,7 +942,7 @@ def apply_noqa(diags: list, source: str, settings: Optional[Settings] = None,
 
     With ``settings``, also report unknown REF codes in suppressions (REF901) and, when
     REF902 is selected, REF suppressions that suppress nothing."""
-    if diags and _NOQA_HINT.search(source):
+    if diags and _noqa_hint(source):
         from . import filenoqa  # `# reflint: noqa: REF007` / `# flake8: noqa: ...` file-wide
 
         diags = filenoqa.apply(diags, source)

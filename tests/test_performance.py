@@ -159,9 +159,13 @@ PATTERNS = [
     r"(?i)NEW_REF",  # ignore case: no literal gate
     r"foo.*bar",  # unbounded width: gate only
     r"[ab]c|d",
+    r"\bat\s*\[",  # unbounded, after a word boundary: the rest searched, the boundary tested
+    r"\bref\w*x",
+    r"\bat\s*\[|\bRef\b",  # an alternation: searched whole
 ]
 WORDS = ["Ref", "ref", "new_ref", "_ref", "pallas", "a_ref", "b_ref", "xyz", "xxyz", "freeze(",
-         "[", "_", " ", "\n", "x", "import jax", "NEW_REF", "foo", "bar", "ac", "d", "é", "."]
+         "[", "_", " ", "\n", "x", "import jax", "NEW_REF", "foo", "bar", "ac", "d", "é", ".",
+         "at", "data", "ata", "\t", "refx"]
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
@@ -207,6 +211,10 @@ def test_prefilter_literals_and_windows():
     assert Prefilter(r"Ref(?=\[)").window is None
     assert Prefilter(r"(?i)ref").literals is None
     assert Prefilter(r"\w+").literals is None
+    assert Prefilter(r"\bat\s*\[").window is None
+    assert Prefilter(r"\bat\s*\[")._rest == r"at\s*\["
+    assert Prefilter(r"\bat\s*\[|\bRef\b")._rest is None
+    assert Prefilter(r"\b\.at\s*\[")._rest is None  # `\b` before a non-word character
     assert Prefilter(None).search("anything")
 
 
