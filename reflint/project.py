@@ -341,13 +341,12 @@ class Project:
             got = self._facts[key] = (qn, fact)
         return got
 
-    def module_facts(self, module: str) -> tuple:
+    def module_names(self, module: str) -> tuple:
         """What ``import module`` gives another module, computed once per module: for each
         name it reaches (its functions, its re-exports and its refs, sorted) that has one,
-        ``(qualname, canonical name, function fact, value fact)``; and the NNX kinds of its
-        classes and re-exports, ``(qualname, kind)``. Each reading view drops the facts
-        about its own functions."""
-        key = ("m", module)
+        ``(qualname, canonical name, function fact, value fact)``. Each reading view drops
+        the facts about its own functions."""
+        key = ("mn", module)
         got = self._facts.get(key)
         if got is None:
             mod = self.modules[module]
@@ -358,6 +357,17 @@ class Project:
                 val = self.values_of(full)
                 if fact is not None or val is not None:
                     names.append((full, qn, fact, val))
+            got = self._facts[key] = tuple(names)
+        return got
+
+    def module_classes(self, module: str) -> tuple:
+        """The NNX kinds of ``module``'s classes and re-exports, ``(qualname, kind)``,
+        computed once per module (only a cache key reads them: a check needs them only for
+        the classes its analysis meets)."""
+        key = ("mc", module)
+        got = self._facts.get(key)
+        if got is None:
+            mod = self.modules[module]
             classes = []
             for qn in sorted({f"{module}.{c}" for c in mod.classes} |
                              {f"{module}.{a}" for a in mod.aliases}):
@@ -365,7 +375,7 @@ class Project:
                     kind = self.nnx_class(qn)
                     if kind:
                         classes.append((qn, kind))
-            got = self._facts[key] = (tuple(names), tuple(classes))
+            got = self._facts[key] = tuple(classes)
         return got
 
     def _values_of(self, qualname: str) -> Optional["Values"]:
@@ -733,8 +743,8 @@ class ProjectView:
                 return True
         # A ref another module exports, or a function returning one: this module may hold a
         # ref its own text does not create.
-        return any(k == "values" and (v.ref_global or v.returns_ref or v.global_writes)
-                   for k, _, v in self._reads())
+        return any(v.ref_global or v.returns_ref or v.global_writes
+                   for _, v in self._value_reads())
 
     def digest(self) -> str:
         """A digest of every fact this module reads from the project (its cache key)."""
@@ -758,26 +768,38 @@ class ProjectView:
             ref_args = self.ref_args_of(name)
             if ref_args:
                 out.append(("ref_args", name, ref_args))
-        for local, qn in sorted(self.summary.aliases.items()):
-            if self.project.is_module(qn):
-                # `import lib; lib.f(...)`: its functions and what it re-exports.
-                for full, _, _, _ in self.project.module_facts(qn)[0]:
-                    got = self.function(full)
-                    if got is not None:
-                        out.append(("import", full, got))
-                    val = self.values(full)
-                    if val is not None:
-                        out.append(("values", full, val))
-            else:
-                got = self.function(qn)
-                if got is not None:
-                    out.append(("import", qn, got))
-                val = self.values(qn)
-                if val is not None:
-                    out.append(("values", qn, val))
+        for full, fact, val in self._import_reads():
+            if fact is not None:
+                out.append(("import", full, fact))
+            if val is not None:
+                out.append(("values", full, val))
         out.extend(self._class_reads())
         self._reads_cache = out
         return out
+
+    def _import_reads(self) -> list:
+        """(qualified name, function fact, value fact) of each name this module's imports
+        reach that has one: an imported name, or, for `import lib; lib.f(...)`, the functions
+        of ``lib`` and what it re-exports (sorted by the local name of the import)."""
+        cached = getattr(self, "_imports_cache", None)
+        if cached is not None:
+            return cached
+        out = []
+        for local, qn in sorted(self.summary.aliases.items()):
+            fulls = [full for full, _, _, _ in self.project.module_names(qn)] \
+                if self.project.is_module(qn) else [qn]
+            for full in fulls:
+                fact, val = self.function(full), self.values(full)
+                if fact is not None or val is not None:
+                    out.append((full, fact, val))
+        self._imports_cache = out
+        return out
+
+    def _value_reads(self) -> list:
+        """(qualified name, value fact) of the values among ``_import_reads`` (what
+        ``must_analyse`` asks, without the launches, ref arguments and classes ``_reads`` reads
+        too)."""
+        return [(full, val) for full, _, val in self._import_reads() if val is not None]
 
     def _class_reads(self) -> list:
         """The NNX kinds of the classes this module imports (or reaches through an imported
@@ -786,7 +808,7 @@ class ProjectView:
         names = set()
         for local, qn in self.summary.aliases.items():
             if self.project.is_module(qn):
-                kinds.update(self.project.module_facts(qn)[1])
+                kinds.update(self.project.module_classes(qn))
             else:
                 names.add(qn)
         for bases in self.summary.classes.values():
