@@ -16,7 +16,7 @@ import pytest
 
 from conftest import FIXTURES, ROOT, fixture_files, reflint_cmd
 from reflint import cache as cache_mod
-from reflint import cli, cstbridge
+from reflint import cli, cstbridge, engine
 from reflint.analysis import ModuleAnalysis, _positions_of
 from reflint.cache import Cache
 from reflint.engine import Prefilter, lint_source, parse_module, prefilter
@@ -168,8 +168,12 @@ WORDS = ["Ref", "ref", "new_ref", "_ref", "pallas", "a_ref", "b_ref", "xyz", "xx
          "at", "data", "ata", "\t", "refx"]
 
 
+@pytest.mark.parametrize("max_windows", [200, 1, 0])
 @pytest.mark.parametrize("pattern", PATTERNS)
-def test_prefilter_matches_like_its_regex(pattern):
+def test_prefilter_matches_like_its_regex(pattern, max_windows, monkeypatch):
+    """Window by window, or the whole text once past ``MAX_WINDOWS`` windows: the regex's
+    answer."""
+    monkeypatch.setattr(engine, "MAX_WINDOWS", max_windows)
     pf = Prefilter(pattern)
     rng = random.Random(pattern)
     for _ in range(3000):
@@ -177,6 +181,15 @@ def test_prefilter_matches_like_its_regex(pattern):
         expected = bool(re.search(pattern, text))
         got = bool(pf.search(text))
         assert got == expected, (pattern, text)
+
+
+@pytest.mark.parametrize("tail, expected", [("", False), ("pallas_call(k)", True)])
+def test_prefilter_many_literals_that_do_not_match(tail, expected):
+    """A kernel file spells `_ref` hundreds of times, none a whole word: the windows stop
+    after MAX_WINDOWS and the whole text is searched once, with the regex's answer."""
+    text = "".join(f"x{i}_ref = y{i}_ref\n" for i in range(200)) + tail
+    assert bool(Prefilter(REF_TRIGGERS).search(text)) is expected
+    assert bool(re.search(REF_TRIGGERS, text)) is expected
 
 
 TRIGGER_WORDS = ["jax", "numpy", "lax", "jit", "]", "[", "class", "append", " ", "\n", "x",
