@@ -956,6 +956,11 @@ ARRAY_LIKE_CONSTRUCTORS = frozenset({"zeros_like", "ones_like", "full_like", "em
 # `pl.pallas_call` with `interpret=...`). A call of such a method on `self`/`cls` of a class
 # that inherits it from an imported base stands for the API (the analysis cannot see the base).
 INHERITED_WRAPPERS = {"pallas_call": "jax.experimental.pallas.pallas_call"}
+# `functools.partial(kernel, **config)`: which parameters the mapping binds is not known. A
+# Pallas kernel gets its refs positionally, so the mapping binds only parameters after them
+# (or keyword-only ones); the positional parameters spelled as refs (`x_ref`, Pallas' own
+# convention) are taken to be the refs, the others to be bound (analysis.calls._call_partial).
+REF_PARAM_SUFFIX = "_ref"
 # Ahead-of-time methods of a jit-wrapped function: `jax.jit(f).trace(*args)` traces `f` once,
 # explicitly, at that point; `f` itself is never called through the wrapper (REF012).
 AOT_METHODS = frozenset({"trace", "lower", "eval_shape"})

@@ -99,6 +99,32 @@ def test_kernel_parameters(body, expected):
     assert [line for line, code in codes(src) if code == "REF007"] == expected, codes(src)
 
 
+@pytest.mark.parametrize("kernel,launch,expected", [
+    # The refs come positionally: the mapping binds the configuration after them (or
+    # keyword-only parameters); the positional parameters spelled as refs are the refs.
+    ("def k(x_ref, o_ref, block):\n    o_ref[...] = x_ref * (block * 2)\n",
+     "functools.partial(k, **cfg)", [8]),
+    ("def k(x_ref, o_ref, *, block):\n    o_ref[...] = x_ref[...] * (block * 2)\n",
+     "functools.partial(k, **cfg)", []),
+    ("def k(x_ref, o_ref, *, n, scale):\n    def body(i, c):\n        o_ref[i] = x_ref + c\n"
+     "        return c\n    jax.lax.fori_loop(0, n, body, 0)\n",
+     "functools.partial(k, scale=2, **cfg)", [9]),
+    # a configuration parameter is not taken for a ref, whatever it is used for
+    ("def k(x_ref, o_ref, block):\n    o_ref[...] = x_ref[...] + block * 2\n",
+     "functools.partial(k, **cfg)", []),
+    # no parameter spelled as a ref: which ones the mapping binds is not known (no kernel)
+    ("def k(x, o, block):\n    o[...] = x + block\n", "functools.partial(k, **cfg)", []),
+    # `*args`: which parameters the positional values reach is not known
+    ("def k(x_ref, o_ref, block):\n    o_ref[...] = x_ref + block\n",
+     "functools.partial(k, *args)", []),
+])
+def test_kernel_given_with_a_mapping_of_keywords(kernel, launch, expected):
+    """`functools.partial(kernel, **config)` (tpu-inference's fused MoE kernels)."""
+    src = HEAD + kernel + f"def run(x, cfg, args):\n    return pl.pallas_call({launch}, " \
+        "out_shape=S)(x)\n"
+    assert [line for line, code in codes(src) if code == "REF007"] == expected, codes(src)
+
+
 def test_views_in_jit_are_refs_and_top_level_views_are_not():
     src = ("import jax\nimport jax.numpy as jnp\n\n"
            "def use(v_ref):\n    return v_ref[...]\n\n"

@@ -65,6 +65,24 @@ from .syntax import (
 )
 
 
+def _mapping_binds(fv: FuncVal, extra: int, kwargs: dict) -> Optional[tuple]:
+    """The parameters of ``fv``'s function that ``functools.partial(fv, ..., **mapping)``
+    is taken to bind by its mapping, or None when that is not known: a function with
+    positional parameters spelled as refs (``api.REF_PARAM_SUFFIX``, a Pallas kernel's) left
+    free gets them positionally, so the mapping binds the other positional-or-keyword
+    parameters after the bound ones and the keyword-only ones (positional-only parameters
+    cannot be given by keyword)."""
+    bound = set(fv.bound_kwargs) | set(kwargs)
+    params = fv.info.params
+    positional = [p for p in params if p.kind in ("pos", "posonly")]
+    free = [p for p in positional[len(fv.bound_args) + extra:] if p.name not in bound]
+    if not any(p.name.endswith(api.REF_PARAM_SUFFIX) for p in free):
+        return None
+    return tuple(p.name for p in params
+                 if p.name not in bound and (p.kind == "kwonly" or p.kind == "pos" and p in free
+                                             and not p.name.endswith(api.REF_PARAM_SUFFIX)))
+
+
 class CallsMixin:
 
     # -- calls -------------------------------------------------------------------------------
@@ -453,11 +471,17 @@ class CallsMixin:
             merged.update(kwargs)
             return TransformVal(target.kind, node, merged, target.args)
         if isinstance(target, FuncVal):
-            if any(arg.star for arg, _ in args[1:]):
-                return None
+            opened: tuple = ()
+            stars = [arg.star for arg, _ in args[1:] if arg.star]
+            if stars:
+                if "*" in stars:
+                    return None  # `partial(f, *xs)`: which parameters get what is unknown
+                opened = _mapping_binds(target, len(extra), kwargs)
+                if opened is None:
+                    return None
             kw_values = tuple((arg.keyword.value, v) for arg, v in args[1:] if arg.keyword)
             return FuncVal(target.info, target.transforms, target.bound_args + extra,
-                           target.bound_kwargs + tuple(kwargs), target.self_value,
+                           target.bound_kwargs + tuple(kwargs) + opened, target.self_value,
                            target.bound_kw_values + kw_values)
         if isinstance(target, OneOf):
             alts = [self._call_partial(node, [(args[0][0], f)] + list(args[1:]))
