@@ -190,8 +190,9 @@ class Prefilter:
         self.pattern = pattern
         self._regex = None
         # Without a window, for a pattern ``\\bword...``: the regex after its ``\\b``, whose
-        # leading literal the regex engine searches for fast (``\\b`` first stops that).
-        self._rest: Optional[str] = None
+        # leading literal the regex engine searches for fast (``\\b`` first stops that);
+        # compiled when first searched.
+        self._rest = None
         self.literals: Optional[list] = None
         self.window: Optional[int] = None
         if pattern is None:
@@ -269,7 +270,9 @@ class Prefilter:
         """``regex.search(text)`` for ``\\b`` + ``_rest`` where ``_rest`` starts with a word
         character: every start of a ``_rest`` match, in order, until one has no word
         character before it (a word boundary there)."""
-        rx = _compiled(self._rest)
+        rx = self._rest
+        if isinstance(rx, str):
+            rx = self._rest = re.compile(rx)
         pos = 0
         while True:
             m = rx.search(text, pos)
@@ -279,16 +282,6 @@ class Prefilter:
             if not (start and word_char(text[start - 1])):
                 return m
             pos = start + 1
-
-
-_COMPILED: dict = {}
-
-
-def _compiled(pattern: str):
-    rx = _COMPILED.get(pattern)
-    if rx is None:
-        rx = _COMPILED[pattern] = re.compile(pattern)
-    return rx
 
 
 def _after_word_boundary(pattern: str, parsed) -> Optional[str]:

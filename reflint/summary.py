@@ -158,13 +158,14 @@ def module_name(path: str) -> tuple:
 # The words a file must spell to give a function to a Pallas entry point: only such files
 # (and those spelling a project wrapper's name) are parsed whole; the others get their imports
 # and top-level function headers read (``_headers``).
-_API_WORDS = None
 
 
 def has_api_words(source: str) -> bool:
     """The module spells a Pallas entry point: one of its names as a whole word, or
-    ``kernel`` as an attribute (``pl.kernel``) or on an import line (``api_words``, the
-    same question as a regex, which cannot skip ahead on a literal: four times slower)."""
+    ``kernel`` as an attribute (``pl.kernel``) or on an import line (``kernel`` is also a
+    common word). Substring searches: the same question as a regex of the words between word
+    boundaries, which cannot skip ahead on a literal, took four times longer
+    (tests/test_text_scans.py compares the two)."""
     word = api.whole_words
     for w in _literal_words():
         if w == "kernel":
@@ -180,7 +181,7 @@ _IMPORT_HEAD = lazy_re(r"(?:from|import)\b")
 
 def _kernel_word(source: str) -> bool:
     """``source`` spells ``.kernel`` or, on a line starting with ``from``/``import``,
-    ``kernel``, as a whole word (api_words' last two branches)."""
+    ``kernel``, as a whole word."""
     find = source.find
     i = find("kernel")
     while i >= 0:
@@ -203,17 +204,6 @@ def _literal_words() -> tuple:
     if _WORDS is None:
         _WORDS = tuple(api.spelled_names(api.family(api.Family.KERNEL)))
     return _WORDS
-
-
-def api_words() -> "re.Pattern":
-    """``has_api_words`` as a regex (tests compare the two)."""
-    global _API_WORDS
-    if _API_WORDS is None:
-        # `kernel` is also a common word: `pl.kernel` / `plgpu.kernel` / an imported `kernel`.
-        words = [w for w in api.spelled_names(api.family(api.Family.KERNEL)) if w != "kernel"]
-        _API_WORDS = re.compile(api.words_pattern(words) +
-                                r"|\.kernel\b|^(?:from|import)\b[^\n]*\bkernel\b", re.M)
-    return _API_WORDS
 
 
 _OPEN = str.maketrans("", "", "([{")
@@ -1032,7 +1022,6 @@ def _base_name(node, s: ModuleSummary, classes: list) -> Optional[str]:
 # -- values: refs returned, written, frozen by a module's functions; its own refs ------------
 
 _REF_WORDS: Optional[tuple] = None
-_REF_PATTERN = None
 
 
 def _ref_words() -> tuple:
@@ -1042,13 +1031,6 @@ def _ref_words() -> tuple:
         names = api.family(F.REF_CONSTRUCTOR, F.REF_WRITE)
         _REF_WORDS = tuple(w for w in api.spelled_names(names) if w not in ("set", "swap"))
     return _REF_WORDS
-
-
-def _ref_pattern() -> "re.Pattern":
-    global _REF_PATTERN
-    if _REF_PATTERN is None:
-        _REF_PATTERN = re.compile(api.words_pattern(_ref_words()) + r"|\[\.\.\.\]")
-    return _REF_PATTERN
 
 
 def has_ref_words(source: str) -> bool:

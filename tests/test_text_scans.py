@@ -29,12 +29,19 @@ _COLUMN0_M = re.compile(r"^(?:import |from |def |async def |@|[A-Za-z_])[^\n]*",
 _CLASS_M = re.compile(r"^class[ \t]+([A-Za-z_]\w*)[ \t]*[(:]", re.M)
 
 
+# The questions as regexes (what the summary searched before).
+_API_WORDS = re.compile(
+    api.words_pattern([w for w in summary._literal_words() if w != "kernel"]) +
+    r"|\.kernel\b|^(?:from|import)\b[^\n]*\bkernel\b", re.M)
+_REF_WORDS = re.compile(api.words_pattern(summary._ref_words()) + r"|\[\.\.\.\]")
+
+
 def _api_regex(text: str) -> bool:
-    return bool(summary.api_words().search(text))
+    return bool(_API_WORDS.search(text))
 
 
 def _ref_regex(text: str) -> bool:
-    return summary._ref_pattern().search(text) is not None
+    return _REF_WORDS.search(text) is not None
 
 
 def _agree(text: str) -> None:
