@@ -62,6 +62,9 @@ class Role(str, enum.Enum):
     CUSTOM_VJP_BWD = "custom_vjp_bwd"
     CUSTOM_JVP_RULE = "custom_jvp_rule"
     PALLAS_KERNEL = "pallas_kernel"
+    # A BlockSpec's index map: called with the grid indices and, under a
+    # PrefetchScalarGridSpec, the scalar-prefetch refs after them.
+    INDEX_MAP = "index_map"
     STATE_BODY = "state_body"  # run_state: a function of refs, discharged into a pure one
     # Flax NNX's own transforms (flax.nnx.jit ...): they split NNX objects passed as arguments
     # into graph and state, and merge the state (and attribute changes) back afterwards.
@@ -216,6 +219,7 @@ ROLES: dict = {
     Role.PALLAS_KERNEL: RoleInfo("a Pallas kernel", once_per_trace=True, repeats="grid step",
                                  unchecked=True),
     Role.STATE_BODY: RoleInfo("a run_state body", once_per_trace=True),
+    Role.INDEX_MAP: RoleInfo("a BlockSpec index map"),
     # Measured on flax 0.12.8 + JAX 0.10.2 and flax 0.12.12 + JAX 0.12.0.1 (docs/flax-nnx.md):
     # returning a module holding refs and passing one module twice are fine under nnx.jit, a
     # ref both closed over and passed is not; nnx.vmap fails like jax.vmap on a write to a
@@ -293,6 +297,9 @@ class Family(enum.Enum):
     TRANSFORM = "function transform"  # f -> f' (jit, vmap, grad, checkpoint, custom_vjp ...)
     CONTROL_FLOW = "control flow"  # calls its functions now (scan, cond, while_loop ...)
     KERNEL = "Pallas kernel entry point"  # its functions take refs
+    # pl.BlockSpec(block_shape, index_map): the index map is called with the grid indices and
+    # the scalar-prefetch refs (api.Callee.named_refs); nothing runs, nothing is launched.
+    BLOCK_SPEC = "Pallas block spec"
     INLINE = "inline body"  # runs its function where it stands (pl.when, pl.loop)
     PARTIAL = "partial application"
     WRAPPER = "function wrapper"  # gives back its function, traced no differently
@@ -373,6 +380,10 @@ class Callee:
     # (`@pl.with_scoped(scratches=(pltpu.VMEM(...), ...))`): a tuple, list or dict there makes
     # the parameter a pytree of refs, not a ref.
     typed_kwargs: bool = False
+    # Only the positional parameters spelled as refs (REF_PARAM_SUFFIX; a ``*refs`` tuple) are
+    # refs: a BlockSpec's index map receives the grid indices, then the scalar-prefetch refs
+    # (how many is the grid spec's `num_scalar_prefetch`, often set elsewhere).
+    named_refs: bool = False
 
 
 @record(frozen=True)
@@ -629,6 +640,16 @@ APIS: tuple = (
         Family.KERNEL, Result.LAUNCHER,
         callees=(Callee(0, "f", Role.STATE_BODY, refs=True),),
         word="a run_state body", ref_source=True),
+    # `pl.BlockSpec(block_shape, index_map)`: TPU Pallas calls the index map with the grid
+    # indices and then the scalar-prefetch refs of a PrefetchScalarGridSpec (SMEM refs: read
+    # them, `lengths_ref[b]`); those parameters are spelled as refs in real kernels
+    # (jax/experimental/pallas/ops/tpu/paged_attention, megablox).
+    Api("BlockSpec", ("jax.experimental.pallas.BlockSpec", "jax._src.pallas.core.BlockSpec",
+                      "jax.experimental.pallas.mosaic_gpu.BlockSpec",
+                      "jax._src.pallas.mosaic_gpu.core.BlockSpec"),
+        Family.BLOCK_SPEC,
+        callees=(Callee(1, "index_map", Role.INDEX_MAP, refs=True, named_refs=True),),
+        word="a BlockSpec index map"),
     Api("when", ("jax.experimental.pallas.when", "jax._src.pallas.helpers.when",
                  "jax._src.pallas.primitives.when"),
         Family.INLINE, callees=(Callee(0, "f", None),), factory="always"),
@@ -828,6 +849,8 @@ REF_WRITERS = family(Family.REF_WRITE)
 FUNCTION_TRANSFORMS = family(Family.TRANSFORM)
 CONTROL_FLOW = family(Family.CONTROL_FLOW)
 KERNEL_APIS = family(Family.KERNEL)
+BLOCK_SPEC = "BlockSpec"
+BLOCK_SPEC_APIS = family(Family.BLOCK_SPEC)
 CALLING_APIS = family(Family.TRANSFORM, Family.CONTROL_FLOW, Family.KERNEL, Family.INLINE,
                       Family.PARTIAL)
 # APIs the analysis applies to a function given as a decorator (or through partial).

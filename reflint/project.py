@@ -361,7 +361,7 @@ class Project:
         return got
 
     def module_classes(self, module: str) -> tuple:
-        """The NNX kinds of ``module``'s classes and re-exports, ``(qualname, kind)``,
+        """The kinds (``class_kind``) of ``module``'s classes and re-exports, ``(qualname, kind)``,
         computed once per module (only a cache key reads them: a check needs them only for
         the classes its analysis meets)."""
         key = ("mc", module)
@@ -372,7 +372,7 @@ class Project:
             for qn in sorted({f"{module}.{c}" for c in mod.classes} |
                              {f"{module}.{a}" for a in mod.aliases}):
                 if api.lookup(qn) is None:
-                    kind = self.nnx_class(qn)
+                    kind = self.class_kind(qn)
                     if kind:
                         classes.append((qn, kind))
             got = self._facts[key] = tuple(classes)
@@ -440,35 +440,54 @@ class Project:
         """"module" when ``qualname`` names a class whose bases (through the project's
         modules and installed libraries, transitively) reach a Flax NNX Module or Pytree
         (``api.Result.NNX_OBJECT``), "variable" for a Variable, "" when not known to."""
-        memo = self.__dict__.setdefault("_nnx_kinds", {})
-        if qualname not in memo:
-            memo[qualname] = ""  # a cycle of bases ends here
-            memo[qualname] = self._nnx_kind(qualname, 0)
-        return memo[qualname]
-
-    def _nnx_kind(self, qualname: str, depth: int) -> str:
-        if depth > MAX_ALIAS_DEPTH:
-            return ""
-        a = api.lookup(qualname) or api.lookup(self._expand(qualname))
-        if a is not None:
+        for name in self.api_bases(qualname):
+            a = api.API[name]
             if a.result is api.Result.NNX_OBJECT:
                 return "variable" if a.ref_keywords else "module"
-            return ""
+        return ""
+
+    def class_kind(self, qualname: str) -> str:
+        """What an analysis asks of the class ``qualname`` of another module: its NNX kind
+        (``nnx_class``), "block_spec" for a subclass of a Pallas BlockSpec, else ""."""
+        kind = self.nnx_class(qualname)
+        if not kind and self.api_base(qualname) in api.BLOCK_SPEC_APIS:
+            kind = "block_spec"
+        return kind
+
+    def api_base(self, qualname: str) -> Optional[str]:
+        """The first registry API of ``api_bases``, or None."""
+        bases = self.api_bases(qualname)
+        return bases[0] if bases else None
+
+    def api_bases(self, qualname: str) -> tuple:
+        """The registry APIs (their names) that ``qualname`` is, or that the class it names
+        derives from through its bases (the project's modules and installed libraries,
+        transitively), in the order of the bases; () when not known to."""
+        memo = self.__dict__.setdefault("_api_bases_memo", {})
+        if qualname not in memo:
+            memo[qualname] = ()  # a cycle of bases ends here
+            memo[qualname] = self._api_bases(qualname, 0)
+        return memo[qualname]
+
+    def _api_bases(self, qualname: str, depth: int) -> tuple:
+        if depth > MAX_ALIAS_DEPTH:
+            return ()
+        a = api.lookup(qualname) or api.lookup(self._expand(qualname))
+        if a is not None:
+            return (a.name,)
         found = self.resolve_class(qualname)
         for _ in range(4):  # a re-export of a re-export in modules not read yet
             if found is not None or not self._read_class_library(self._expand_class(qualname)):
                 break
             found = self.resolve_class(qualname)
         if found is None:
-            return ""
+            return ()
         mod, name = found
+        out: list = []
         for base in mod.classes[name]:
-            if base is None:
-                continue
-            kind = self.nnx_class(base)
-            if kind:
-                return kind
-        return ""
+            if base is not None:
+                out += [b for b in self.api_bases(base) if b not in out]
+        return tuple(out)
 
     def _read_class_library(self, qualname: str) -> bool:
         """Summarize the installed module that may define the class ``qualname`` (flax's own
@@ -694,6 +713,11 @@ class ProjectView:
         through its bases; "" otherwise."""
         return self.project.nnx_class(qualname)
 
+    def api_base(self, qualname: str) -> Optional[str]:
+        """The registry API that ``qualname`` (from this module's imports) is or whose class
+        derives from one (``Project.api_base``): a BlockSpec subclass of another module."""
+        return self.project.api_base(qualname)
+
 
     def values(self, qualname: str) -> Optional[Values]:
         """What the project name ``qualname`` (from this module's imports) is as a value
@@ -802,8 +826,9 @@ class ProjectView:
         return [(full, val) for full, _, val in self._import_reads() if val is not None]
 
     def _class_reads(self) -> list:
-        """The NNX kinds of the classes this module imports (or reaches through an imported
-        module), and of the bases of its own classes: what the analysis asks ``nnx_class``."""
+        """The kinds of the classes this module imports (or reaches through an imported
+        module), and of the bases of its own classes: what the analysis asks ``nnx_class``
+        and ``api_base`` (``Project.class_kind``)."""
         kinds = {}
         names = set()
         for local, qn in self.summary.aliases.items():
@@ -815,10 +840,10 @@ class ProjectView:
             names.update(b for b in bases or () if b)
         for qn in names - kinds.keys():
             if api.lookup(qn) is None:
-                kind = self.project.nnx_class(qn)
+                kind = self.project.class_kind(qn)
                 if kind:
                     kinds[qn] = kind
-        return [("nnx_class", qn, kind) for qn, kind in sorted(kinds.items())]
+        return [("class", qn, kind) for qn, kind in sorted(kinds.items())]
 
     def _defined_names(self) -> set:
         prefix = self.module + "."

@@ -43,6 +43,11 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs
     from typing import Optional
 
 
+# In a launch's keywords bound by functools.partial: `partial(kernel, **config)` binds
+# keywords no summary can name (not an identifier: no parameter is called so).
+MAPPING_KEYWORDS = "**"
+
+
 @record(frozen=True)
 class FunctionSummary:
     """A top-level function of a module as other modules see it."""
@@ -594,15 +599,18 @@ class _Extractor:
 
     def function_arg(self, node, shadowed: set):
         """(the argument's name node, positional arguments bound, keywords bound) for a plain
-        name or attribute, or a ``functools.partial`` of one."""
+        name or attribute, or a ``functools.partial`` of one (``**config`` among its
+        keywords: ``MAPPING_KEYWORDS``, which the analysis reads as ``_mapping_binds`` does)."""
         if isinstance(node, ast.Call):
             qn = self.qualname(node.func, shadowed)
             if qn is None or api.lookup(qn) is None or \
                     api.lookup(qn).family is not api.Family.PARTIAL or not node.args or \
-                    any(isinstance(x, ast.Starred) for x in node.args) or \
-                    any(k.arg is None for k in node.keywords):
+                    any(isinstance(x, ast.Starred) for x in node.args):
                 return None
-            return node.args[0], len(node.args) - 1, tuple(k.arg for k in node.keywords)
+            kws = tuple(k.arg for k in node.keywords if k.arg is not None)
+            if len(kws) < len(node.keywords):
+                kws += (MAPPING_KEYWORDS,)
+            return node.args[0], len(node.args) - 1, kws
         if isinstance(node, (ast.Name, ast.Attribute)):
             return node, 0, ()
         return None
@@ -668,8 +676,9 @@ class _Extractor:
         bound: set = set()
         rebound: set = set()  # a parameter assigned, or bound again by a nested scope
         stores: dict = {}  # name -> how many times a plain name binding stores it
-        assigned: dict = {}  # name -> the value of a `name = <value>` assignment
+        assigned: dict = {}  # name -> the values of its `name = <value>` assignments
         others: set = set()  # names bound otherwise: parameters, defs, imports, globals
+        branched: set = set()  # id() of the assignments directly in an `if`'s branches
         for root in body:
             for n in _walk(root):
                 t = type(n)
@@ -682,7 +691,10 @@ class _Extractor:
                         stores[n.id] = stores.get(n.id, 0) + 1
                 elif t is ast.Assign:
                     if len(n.targets) == 1 and type(n.targets[0]) is ast.Name:
-                        assigned[n.targets[0].id] = n.value
+                        assigned.setdefault(n.targets[0].id, []).append(
+                            (n.value, id(n) in branched))
+                elif t is ast.If:  # (walked before its statements)
+                    branched.update(id(st) for st in n.body + n.orelse if type(st) is ast.Assign)
                 elif t is ast.arg:
                     bound.add(n.arg)
                     rebound.add(n.arg)
@@ -706,13 +718,16 @@ class _Extractor:
         sh = bound | set(params)
         if fn is not None:
             sh |= {n for n, _ in _params(fn)}
-        # A local bound once, by `kernel = functools.partial(body, ...)` (or `kernel = body`),
-        # and then launched: `pl.pallas_call(kernel, ...)` launches `body`. Any other binding
-        # of the name (a parameter, a loop, `with ... as`, a nested scope's) leaves it unknown.
-        single = {n: v for n, v in assigned.items() if stores.get(n) == 1 and
+        # A local bound once by `kernel = functools.partial(body, ...)` (or `kernel = body`),
+        # or by such assignments in the branches of `if` statements (`kernel = a` / `else:
+        # kernel = b`: each may run), and then launched: `pl.pallas_call(kernel, ...)` launches
+        # `body`. Any other binding of the name (a parameter, a loop, `with ... as`, a nested
+        # scope's, a second assignment in sequence) leaves it unknown.
+        single = {n: [v for v, _ in vs] for n, vs in assigned.items()
+                  if stores.get(n) == len(vs) and (len(vs) == 1 or all(b for _, b in vs)) and
                   n not in others and n not in params and
                   (fn is None or n not in {p for p, _ in _params(fn)}) and
-                  type(v) in (ast.Call, ast.Name, ast.Attribute)}
+                  all(type(v) in (ast.Call, ast.Name, ast.Attribute) for v, _ in vs)}
         for call in calls:
             head = call.func
             while type(head) is ast.Attribute:
@@ -723,32 +738,46 @@ class _Extractor:
     def call(self, node: ast.Call, sh: set, fn, params: dict, rebound: set,
              single: Optional[dict] = None) -> None:
         for target, arg in self.targets(node, sh):
-            if single and type(arg) is ast.Name and arg.id in single:
-                arg = single[arg.id]
             got = self.function_arg(arg, sh)
             if got is None:
                 continue
             name_node, bound, kws = got
-            if fn is not None and isinstance(name_node, ast.Name) and \
-                    name_node.id in params and name_node.id not in rebound:
-                if target.kind == "call":
-                    self.s.calls.add(target.name)
-                self.s.forwards.append(Forward(fn.name, name_node.id, params[name_node.id],
-                                               target, node.lineno, bound, kws))
-                continue
-            if isinstance(name_node, ast.Name) and name_node.id in self.defined and \
-                    name_node.id not in self.s.aliases:
-                if target.kind == "call" and name_node.id not in sh:
-                    self.s.calls.add(target.name)  # may be a wrapper: its own analysis asks
-                elif target.kind == "api" and name_node.id not in sh and self.s.module:
-                    self.s.local_uses.append(Use(f"{self.s.module}.{name_node.id}", target,
-                                                 node.lineno, bound, kws))
-                continue  # a function of this module: its own analysis sees the call
-            qn = self.qualname(name_node, sh)
-            if qn is not None:
-                if target.kind == "call":
-                    self.s.calls.add(target.name)
-                self.s.uses.append(Use(qn, target, node.lineno, bound, kws))
+            if single and type(name_node) is ast.Name and name_node.id in single:
+                # `kernel = lib.body` (or a partial of it), then `pallas_call(kernel)` or
+                # `pallas_call(partial(kernel, n=2))`: each function the name may hold.
+                for value in single[name_node.id]:
+                    inner = self.function_arg(value, sh)
+                    if inner is not None:
+                        self._call_target(node, target, inner[0], inner[1] + bound,
+                                          inner[2] + kws, sh, fn, params, rebound)
+            else:
+                self._call_target(node, target, name_node, bound, kws, sh, fn, params,
+                                  rebound)
+
+    def _call_target(self, node: ast.Call, target: Target, name_node, bound: int,
+                     kws: tuple, sh: set, fn, params: dict, rebound: set) -> None:
+        """What the function ``name_node`` (``bound`` positional arguments and keywords
+        ``kws`` bound by partial), given to ``node`` as its argument ``target``, records."""
+        if fn is not None and isinstance(name_node, ast.Name) and \
+                name_node.id in params and name_node.id not in rebound:
+            if target.kind == "call":
+                self.s.calls.add(target.name)
+            self.s.forwards.append(Forward(fn.name, name_node.id, params[name_node.id],
+                                           target, node.lineno, bound, kws))
+            return
+        if isinstance(name_node, ast.Name) and name_node.id in self.defined and \
+                name_node.id not in self.s.aliases:
+            if target.kind == "call" and name_node.id not in sh:
+                self.s.calls.add(target.name)  # may be a wrapper: its own analysis asks
+            elif target.kind == "api" and name_node.id not in sh and self.s.module:
+                self.s.local_uses.append(Use(f"{self.s.module}.{name_node.id}", target,
+                                             node.lineno, bound, kws))
+            return  # a function of this module: its own analysis sees the call
+        qn = self.qualname(name_node, sh)
+        if qn is not None:
+            if target.kind == "call":
+                self.s.calls.add(target.name)
+            self.s.uses.append(Use(qn, target, node.lineno, bound, kws))
 
     def decorators_of(self, fn) -> None:
         for d in fn.decorator_list:

@@ -21,6 +21,9 @@ class RefUsedAsArray(Rule):
     (`f"{loss_ref:.4f}"`, `format(loss_ref, ".2f")`), or given to `jax.device_get` (which
     returns the ref itself) or `jax.device_put`. Valid uses are not reported: `.shape`, `.dtype`,
     `.ndim`, `.size`, `len()`, indexing, `is None`, passing the ref to functions that take refs.
+    A Pallas `BlockSpec`'s index map (also given to a subclass of BlockSpec) receives the grid
+    indices and then, under TPU's `PrefetchScalarGridSpec`, the scalar-prefetch refs: its
+    parameters spelled as refs (`lengths_ref`) are refs, so `i + lengths_ref` is reported.
 
     ## Why is this bad?
     A Ref is not an Array: indexed reads and writes are about the only things it supports.
@@ -53,7 +56,8 @@ class RefUsedAsArray(Rule):
     The fix inserts the read, `x_ref` → `x_ref[...]` (parenthesized where precedence needs
     it). It is safe: the original code fails or computes nothing meaningful. For `x_ref += v`
     the fix (`x_ref[...] += v`) turns a rebinding into an in-place write; it is marked unsafe
-    and applied only with `--unsafe-fixes`.
+    and applied only with `--unsafe-fixes`. A scalar-prefetch ref of an index map gets no fix:
+    one element of it is the index (`lengths_ref[b]`), and which one is not known.
 
     ## Known limits
     Only refs the analysis can see are reported (see the shared analysis). On a traced ref
@@ -143,6 +147,18 @@ class RefUsedAsArray(Rule):
                        f"instead of writing the ref")
             else:  # pragma: no cover - all kinds are listed above
                 msg = f"{name} is a Ref used as an Array"
+            if _scalar_prefetch(use.ref):
+                # An index map's SMEM ref: one element is the index (`lengths_ref[b]`); which
+                # one is not the linter's to guess, so there is no fix.
+                yield Finding(use.expr, f"{msg}{origin}, a scalar-prefetch ref of a BlockSpec "
+                                        f"index map; read an element of it, e.g. {name}[0]")
+                continue
             msg += f"{origin}; read it first with {name}[...]"
             applicability = UNSAFE if use.kind == "augassign" else SAFE
             yield Finding(use.expr, msg, fix=read_fix_factory(use.expr, applicability))
+
+
+def _scalar_prefetch(ref) -> bool:
+    """A parameter of a BlockSpec's index map (api.Role.INDEX_MAP): a scalar-prefetch ref."""
+    return ref.origin == "pallas" and ref.scope is not None and \
+        ref.scope.has_role(api.Role.INDEX_MAP)

@@ -14,7 +14,10 @@ or a name unpacked from one: see ``_param_names``); ``mask[...]`` of a computed 
 The sources are read where they are installed (or given on the command line); nothing of them
 is copied into this repository.
 
-Usage: ``python tests/pallas_planted.py DIR_OR_FILE...`` prints the figure and the misses.
+Usage: ``python tests/pallas_planted.py [--project] DIR_OR_FILE...`` prints the figure and
+the misses. Each planted module is checked alone, or with ``--project`` in the project of every
+module under the arguments (what ``reflint check DIR`` sees: kernels launched from another
+module, BlockSpec subclasses of another module).
 """
 
 from __future__ import annotations
@@ -327,8 +330,21 @@ def installed_kernel_files() -> list:
     ])
 
 
+def project_of(roots: list) -> None:
+    """Activate the project of every Python file under ``roots`` (reflint.project), as
+    ``reflint check ROOT...`` does: a kernel launched from another module is known there."""
+    from reflint import project
+
+    files = [f for f in python_files(roots) if f.endswith(".py")]
+    project.activate(project.Project.build(files))
+
+
 def main(argv) -> int:
+    whole = "--project" in argv
+    argv = [a for a in argv if a != "--project"]
     files = python_files(argv) if argv else installed_kernel_files()
+    if whole:
+        project_of(argv or files)
     found, plants, misses = measure(files)
     for m in misses:
         print(f"MISS {m.path}:{m.line}: {m.snippet}")

@@ -301,7 +301,8 @@ def test_refs_follow_parameters_across_modules(tmp_path):
 def test_summary_kernel_through_a_local_name():
     """`kernel = functools.partial(lib.body, ...)` then `pl.pallas_call(kernel, ...)` launches
     `lib.body`; not when the name is bound otherwise too (a nested def: which one runs is
-    not known), nor when it is assigned twice."""
+    not known), nor when it is assigned twice in sequence; each of the kernels assigned in
+    the branches of an `if` is launched."""
     from reflint.summary import summarize
 
     source = (
@@ -321,9 +322,20 @@ def test_summary_kernel_through_a_local_name():
         "def run3(x):\n"
         "    kernel = kernels.c\n"
         "    kernel = kernels.d\n"
+        "    return pl.pallas_call(kernel, out_shape=x)(x)\n\n\n"
+        "def run4(x, inline):\n"
+        "    if inline:\n"
+        "        kernel = kernels.e\n"
+        "    elif x:\n"
+        "        kernel = functools.partial(kernels.f, n=2)\n"
+        "    else:\n"
+        "        kernel = kernels.g\n"
         "    return pl.pallas_call(kernel, out_shape=x)(x)\n")
     s = summarize(source, "/p/pkg/ops.py", "pkg.ops")
-    assert [(u.qualname, u.bound_kws) for u in s.uses] == [("pkg.kernels.b", ("n",))]
+    # run4: the branches choose the kernel (ejkernel's paged attention): each is launched.
+    assert [(u.qualname, u.bound_kws) for u in s.uses] == [
+        ("pkg.kernels.b", ("n",)), ("pkg.kernels.e", ()), ("pkg.kernels.f", ("n",)),
+        ("pkg.kernels.g", ())]
 
 
 def test_cache_rechecks_dependents(tmp_path):
@@ -338,6 +350,21 @@ def test_cache_rechecks_dependents(tmp_path):
                                            "jax.jit(kernels.scale"))
     # kernels.py did not change, but what it reads did: it is checked again.
     assert ("pkg/kernels.py", 5, "REF007") not in check(str(root), "--cache-dir", cache)
+
+
+def test_cache_rechecks_users_of_a_block_spec_subclass(tmp_path):
+    """ops.py's index map is one because specs.py's PatchBlockSpec derives from BlockSpec:
+    when that changes, ops.py is checked again (its cache key reads the class's kind)."""
+    root = tmp_path / "proj"
+    shutil.copytree(os.path.join(PROJECTS, "index_maps"), root)
+    cache = str(tmp_path / "cache")
+    first = check(str(root), "--cache-dir", cache)
+    assert ("pkg/ops.py", 14, "REF007") in first
+    assert check(str(root), "--cache-dir", cache) == first
+    specs = root / "pkg" / "specs.py"
+    specs.write_text(specs.read_text().replace("class PatchBlockSpec(BlockSpec):",
+                                               "class PatchBlockSpec:"))
+    assert ("pkg/ops.py", 14, "REF007") not in check(str(root), "--cache-dir", cache)
 
 
 # -- single-file fixtures split into two modules -----------------------------------------------

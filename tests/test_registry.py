@@ -160,6 +160,12 @@ def _uses(a: api.Api, f: str, body: str, rng: random.Random) -> list:
                 f"@{f}(xs)\n" + k + "kern(xs)\n",
                 f"def outer(a_ref):\n{ind}@{f}(xs)\n{ind}def body(q):\n{ind}{ind}y = a_ref + 1\n"
                 f"{ind}{ind}cache[0] = q\n{ind}return body\n"]
+    if fam is F.BLOCK_SPEC:  # an index map: its parameters spelled as refs are refs
+        m = (f"def imap(i, n_ref):\n{ind}{body.format(ind=ind).replace('x', 'n_ref')}\n"
+             f"{ind}return (i + n_ref, i)\n")
+        return [m + f"spec = {f}((8,), imap)\n",
+                f"class S({f}):\n{ind}pass\n\n" + m + "spec = S((8,), index_map=imap)\n",
+                f"spec = {f}(index_map=lambda i, j_ref: (i * j_ref,), block_shape=(8,))\n"]
     if fam is F.INLINE:
         return [f"def kern(x_ref):\n{ind}@{f}(True)\n{ind}def _():\n{ind}{ind}"
                 f"{body.format(ind=ind + ind).replace('x', 'x_ref')}\n"]

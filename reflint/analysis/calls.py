@@ -147,6 +147,8 @@ class CallsMixin:
                     return SpecialVal("launcher", target, node, a.name, dict(fv.kwargs))
             return None
         if isinstance(fv, ClassVal):
+            if fv.cls.block_spec:
+                self._block_spec(node, api.API[api.BLOCK_SPEC].callees[0], args, subclass=True)
             if not (fv.cls.nnx and self._refs_mode):
                 return self._construct(node, fv.cls, args, state)
             init = fv.cls.methods.get("__init__")
@@ -248,6 +250,9 @@ class CallsMixin:
             return self._call_nnx(node, a, args)
         if fam is F.SEQUENCE:
             return self._split_sequence(args)
+        if fam is F.BLOCK_SPEC:
+            self._block_spec(node, a.callees[0], args)
+            return None
         if fam in (F.RECORD, F.TREE):  # objects.py
             return self._call_object_api(node, a, qn, args, state)
         if fam is F.FREEZE:

@@ -114,6 +114,9 @@ class ClassInfo:
     # A Flax NNX class (a base is one, api.Result.NNX_OBJECT): "variable" (a Variable
     # subclass) or "module" (Module, Pytree); "" for any other class.
     nnx: str = ""
+    # A subclass of a Pallas BlockSpec (api.Family.BLOCK_SPEC; `class PatchBlockSpec(
+    # pl.BlockSpec)`): the functions its constructor is given are index maps.
+    block_spec: bool = False
     bases: list = field(default_factory=list)  # ClassInfo of the bases defined in the module
     # How its instances are built (api.Api.record): "dataclass" / "namedtuple" (from the
     # fields, by position or keyword), "pytree" or "" (by its __init__). See objects.py.

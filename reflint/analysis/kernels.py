@@ -13,6 +13,7 @@ from ..values import (
     QN,
     DictVal,
     FuncVal,
+    OneOf,
     RefSeqVal,
     RefVal,
     SeqVal,
@@ -130,6 +131,8 @@ class KernelsMixin:
             free = [p for p in info.params
                     if p.kind in ("pos", "posonly", "vararg") and p.name not in bound]
             bound |= {p.name for p in free[:callee.leading]}
+            if callee.named_refs:
+                bound |= {p.name for p in free if not _spelled_as_ref(p)}
             if free and any(k in (kwargs or {}) for k in callee.carry_if):
                 bound.add(free[-1].name)
             # Arguments bound by functools.partial reach their parameters (a scratch ref
@@ -155,6 +158,27 @@ class KernelsMixin:
                     self._stale = True  # its parameters were read without it
         self._add_role(info, callee.role, node)
 
+    def _block_spec(self, node, callee: "api.Callee", args: list,
+                    subclass: bool = False) -> None:
+        """``pl.BlockSpec(block_shape, index_map)``: the index map's parameters spelled as
+        refs receive the scalar-prefetch refs (``callee.named_refs``). A subclass's
+        constructor (``PatchBlockSpec(index_map, block_shape)``) may take its arguments in
+        any order: every function it is given is taken for an index map (a BlockSpec takes
+        no other)."""
+        if subclass:
+            targets = [v for _, v in args]
+        else:
+            if any(arg.star for arg, _ in args[:callee.pos + 1]):
+                return
+            positional = [v for arg, v in args if not arg.keyword]
+            targets = [positional[callee.pos] if len(positional) > callee.pos else None]
+            targets += [v for arg, v in args if arg.keyword and arg.keyword.value == callee.kw]
+        for target in targets:
+            for f in target.alts if isinstance(target, OneOf) else (target,):
+                # (An index map without a parameter spelled as a ref has no ref to mark.)
+                if isinstance(f, FuncVal) and any(_spelled_as_ref(p) for p in f.info.params):
+                    self._mark_kernel(f, node, callee)
+
     def _split_sequence(self, args: list) -> Optional[Value]:
         """``split_list(refs, [n, ...])``: the pieces of a sequence (JAX's own helpers, in
         Pallas kernels that split their ``*refs``)."""
@@ -171,6 +195,13 @@ class KernelsMixin:
             return SeqVal((seq,) + tuple(RefSeqVal(seq.base, seq.offset, False)
                                          for _ in range(pieces - 1)))
         return None
+
+
+def _spelled_as_ref(p) -> bool:
+    """A parameter named like a ref (``lengths_ref``; ``*refs``, ``*scalar_refs``)."""
+    if p.kind == "vararg":
+        return p.name == "refs" or p.name.endswith("_refs")
+    return p.name.endswith(api.REF_PARAM_SUFFIX)
 
 
 def _ref_tree(expr, key: tuple) -> Optional[Value]:

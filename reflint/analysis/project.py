@@ -38,6 +38,8 @@ from .. import nodes as cst
 from .. import api
 from ..values import FuncVal, OneOf, Transform, Value
 from ..values import QN, RefVal
+from ..summary import MAPPING_KEYWORDS
+from .calls import _mapping_binds
 from .facts import Binding, FunctionInfo, KernelEntry, RefAccess, TracedCall
 
 
@@ -89,7 +91,15 @@ class ProjectMixin:
                 self._add_role(info, a.role, node)
         for name, (bound, kws) in kernels.items():
             callee = api.API[name].callees[0]
-            fv = FuncVal(info, (), (None,) * bound, kws)
+            fv = FuncVal(info, (), (None,) * bound, tuple(k for k in kws
+                                                          if k != MAPPING_KEYWORDS))
+            if MAPPING_KEYWORDS in kws:
+                # `partial(lib.kernel, **config)` in another module: as in this one
+                # (calls._call_partial), the refs are the positional parameters spelled so.
+                opened = _mapping_binds(fv, 0, {})
+                if opened is None:
+                    continue
+                fv = FuncVal(info, (), fv.bound_args, fv.bound_kwargs + opened)
             self._mark_kernel(fv, node, callee)
             self._sink.add(KernelEntry(info, name, callee, node))
         self._provenance[id(info)] = self.project.describe(info.name)
@@ -98,6 +108,10 @@ class ProjectMixin:
         """A call of a qualified name: a project function the registry does not know is
         another module's (a wrapper, a jitted function); anything else, CallsMixin's."""
         if self.project is not None and api.lookup(qn) is None:
+            if self._project_api_base(qn) in api.BLOCK_SPEC_APIS:
+                # A BlockSpec subclass of another module: its functions are index maps.
+                self._block_spec(node, api.API[api.BLOCK_SPEC].callees[0], args, subclass=True)
+                return None
             kind = self._project_nnx_class(qn)
             if kind:
                 # A Flax NNX Module / Variable class of another module: built like flax's.
@@ -117,6 +131,16 @@ class ProjectMixin:
             return self.project.nnx_class(qn)
         except Exception:  # noqa: BLE001 - a project fact must never cost the file
             return ""
+
+    def _project_api_base(self, qn: str) -> Optional[str]:
+        """The registry API another module's class ``qn`` derives from through its bases
+        (``ProjectView.api_base``), or None."""
+        if self.project is None:
+            return None
+        try:
+            return self.project.api_base(qn)
+        except Exception:  # noqa: BLE001 - a project fact must never cost the file
+            return None
 
     def _project_call(self, node: cst.Call, qn: str, args: list, state) -> tuple:
         """(handled, value) for a call of the project function ``qn``."""

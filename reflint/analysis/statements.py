@@ -477,10 +477,15 @@ class StatementsMixin:
                 a = api.lookup(bv.qualname)
                 if a is not None and a.result is api.Result.NNX_OBJECT:
                     cls.nnx = cls.nnx or ("variable" if a.ref_keywords else "module")
+                elif a is not None and a.family is api.Family.BLOCK_SPEC:
+                    cls.block_spec = True
                 elif a is None:  # a class of another module (analysis/project.py)
                     cls.nnx = cls.nnx or self._project_nnx_class(bv.qualname)
+                    cls.block_spec = cls.block_spec or \
+                        self._project_api_base(bv.qualname) in api.BLOCK_SPEC_APIS
             elif isinstance(bv, ClassVal):
                 cls.nnx = cls.nnx or bv.cls.nnx
+                cls.block_spec = cls.block_spec or bv.cls.block_spec
         cls.bases = [b.cls for b in bases if isinstance(b, ClassVal) and b.cls is not cls]
         self._class_record(cls, node)
         saved = (self._current_class, self._class_parent)
