@@ -150,8 +150,7 @@ class RefUsedAsArray(Rule):
             if _scalar_prefetch(use.ref):
                 # An index map's SMEM ref: one element is the index (`lengths_ref[b]`); which
                 # one is not the linter's to guess, so there is no fix.
-                yield Finding(use.expr, f"{msg}{origin}, a scalar-prefetch ref of a BlockSpec "
-                                        f"index map; read an element of it, e.g. {name}[0]")
+                yield Finding(use.expr, f"{msg}{origin}; read an element of it, e.g. {name}[0]")
                 continue
             msg += f"{origin}; read it first with {name}[...]"
             applicability = UNSAFE if use.kind == "augassign" else SAFE

@@ -489,3 +489,44 @@ def test_pytrees_of_refs_in_kernels_are_not_refs():
         "pl.pallas_call(kernel, out_shape=S, scratch_shapes=[(pltpu.VMEM((8,), jnp.float32),),"
         " pltpu.VMEM((8,), jnp.float32)])(x)\n")
     assert _both(src) == [(13, "REF007")]
+
+
+INDEX_MAPS = """\
+import functools
+import jax
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def imap(i, j, lengths_ref, offsets_ref):
+    return (i + lengths_ref, j)
+
+
+def kernel(lengths_ref, offsets_ref, x_ref, o_ref):
+    o_ref[...] = x_ref[...]
+
+
+specs = [
+    pl.BlockSpec((8, 8), imap),
+    pl.BlockSpec(index_map=lambda i, j, *refs: (i * refs[0], j), block_shape=(8, 8)),
+    pl.BlockSpec((8, 8), functools.partial(lambda n, i, j, l_ref, o_ref: (i + n, o_ref), 2)),
+    pl.BlockSpec((8, 8), lambda i, j, *_: (i * j, j)),
+    pl.BlockSpec((8, 8), lambda i, j, l_ref, o_ref: (l_ref[i], j)),
+]
+spec = pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=2, grid=(2, 2), in_specs=specs)
+pl.pallas_call(kernel, grid_spec=spec, out_shape=None)
+"""
+
+
+def test_index_map_refs():
+    """A BlockSpec's index map: the parameters spelled as refs are the scalar-prefetch refs
+    (`*refs` a tuple of them); grid indices, `*_` and a partial's bound argument are not;
+    `o_ref` returned as an index is not math. The finding has no fix (which element is the
+    index is not known) and says what the ref is."""
+    diags = lint_source(INDEX_MAPS, "k.py", ALL).diagnostics
+    assert sorted((d.line, d.code) for d in diags) == [(9, "REF007"), (18, "REF007")]
+    first = next(d for d in diags if d.line == 9)
+    assert first.fix is None
+    assert "lengths_ref is a scalar-prefetch ref of imap, a BlockSpec index map" in first.message
+    assert first.message.endswith("read an element of it, e.g. lengths_ref[0]")

@@ -433,6 +433,10 @@ class QueriesMixin:
                 return f"{name} was created on line {line}"
         if ref.origin in ("param", "pallas"):
             owner = ref.scope.name if ref.scope else "the function"
+            if ref.origin == "pallas" and ref.scope is not None and \
+                    ref.scope.has_role(api.Role.INDEX_MAP):
+                owner = "the lambda" if ref.scope.is_lambda else owner
+                return f"{name} is a scalar-prefetch ref of {owner}, a BlockSpec index map"
             if ref.origin == "pallas" and self._provenance:
                 where = self.provenance(ref.scope)  # another module made it a kernel
                 if where:
