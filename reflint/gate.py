@@ -28,17 +28,21 @@ on every fixture and example, and the gate's verdict with the analysis' own fact
   of, or calls ``.append``-like methods on, a free name that an enclosing scope binds to a
   Python container; or sets an attribute of a free name (in a file that defines a class); or
   is such a method and sets an attribute of its first parameter.
-* **REF013**: an item is assigned on a name, attribute or expression that may hold a JAX Array.
-  Values are followed the way the analysis follows them (names resolved by scope, attributes by
-  name): an expression may hold an Array if it uses a JAX array function, a ref primitive or a
-  control-flow call; a name or attribute bound to such an expression; the result of a local
-  function that may return one, of a parameter, variable or stored callable, or of a call's
-  result (``jit(f)(x)``); not the result of an imported non-array function, a builtin or a local
-  class (``list(x)`` and ``tuple(x)`` pass their argument through). A parameter may hold one if
-  a call that may reach its function passes one: by name, as a method of that name, through
-  a variable or parameter (any function whose value the analysis may follow there), or given
-  to an API that calls it; an imported function the analysis does not know and a builtin call
-  nothing, and a function whose decorator binds its name to nothing is reached by no call.
+* **REF013**: an item is assigned on a name, attribute or expression that may hold a JAX Array
+  as the analysis sees one. Values are followed the way the analysis follows them (names
+  resolved by scope, attributes by name): an expression may hold an Array if it uses a JAX
+  array function, a ref primitive or a control-flow call, a name or attribute bound to such an
+  expression, or calls a variable, attribute or container holding an array function
+  (``op = jnp.add``); a parameter annotated with the Array type holds one. The analysis never
+  carries an Array into a parameter of a function it calls, nor out of a function's `return`
+  (``values.is_interesting``), so neither does the gate: the result of a local function is no
+  Array. The one parameter REF013 reports is that of a traced function every call of which
+  binds an Array (``_traced_array_param``, the item assignment on the parameter itself): the
+  gate keeps such an assignment when a call with an Array argument may reach its function,
+  by name, as a method of that name, through a variable or parameter (any function whose
+  value the analysis may follow there), or given to an API that calls it; an imported
+  function the analysis does not know and a builtin call nothing, and a function whose
+  decorator binds its name to nothing is reached by no call.
 
 The gate never decides that a file has findings, only that it cannot, which keeps it simple:
 no control flow, no call-site matching of arguments to parameters. Its one shortcut is a yes:
@@ -1003,7 +1007,6 @@ def _resolve_chain(w: _Walker, dotted: str, scope: _Scope) -> list:
 def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdict:
     refs = unavailable = leak_api = False
     array_chains: set = set()  # spellings (as written) that name an Array producer
-    calling_chains: set = set()  # spellings of APIs that call the functions passed to them
     array_annotation = False  # a parameter annotated jax.Array holds an Array (REF013)
     for dotted, ctx, is_value, scope in w.chains:
         for qn in _resolve_chain(w, dotted, scope):
@@ -1021,8 +1024,6 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
                     leak_api = True
                 if canon in _ARRAY_APIS:
                     array_chains.add(dotted)
-                if canon in _CALLING_APIS:
-                    calling_chains.add(dotted)
             elif api.returns_jax_array(qn):
                 if qn.rsplit(".", 1)[-1] not in api.ARRAY_METADATA_FUNCTIONS:
                     array_chains.add(dotted)
@@ -1057,7 +1058,7 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
     if "REF013" in enabled and w.item_bases:
         # An array function used as a value (`op = jnp.add`) may be called through a name.
         values = any(is_value and dotted in array_chains for dotted, _, is_value, _ in w.chains)
-        v.array_item = _array_item_possible(w, array_chains, calling_chains, values,
+        v.array_item = _array_item_possible(w, array_chains, values,
                                             array_annotation)
     return v
 
@@ -1296,20 +1297,24 @@ def _lookup(scope: _Scope, name: str) -> Optional[_Scope]:
     return None
 
 
-def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
-                         array_function_values: bool, array_annotation: bool = False) -> bool:
-    """Some item assignment's base may hold a JAX Array (REF013).
+def _array_item_possible(w: _Walker, array_chains: set, array_function_values: bool,
+                         array_annotation: bool = False) -> bool:
+    """Some item assignment's base may hold a JAX Array (REF013) as the analysis sees one.
 
-    A call through a variable, parameter, attribute or call result (``op(x)``, ``self.fn(x)``,
-    ``jit(f)(x)``) returns what the function it holds returns: an Array only if some local
-    function may return one or an array function is used as a value."""
+    The analysis' Arrays (``ArrayVal``) come from array functions, called by their import
+    name or through a name, attribute or container holding one (``op = jnp.add``; a call
+    through an opaque callee once an array function is used as a value), from parameters
+    annotated as Arrays, and from names, attributes, items and arithmetic of those; a name
+    of an enclosing scope is seen where it is read. It never carries one into a parameter
+    of a function it calls or out of a function's `return` (``values.is_interesting``):
+    a call of a local function gives no Array. A parameter of a traced function that every
+    call binds to an Array is one more case (rules/array_item_assignment.py,
+    ``_traced_array_param``): its own item assignment, when some call passes an Array to a
+    function the call may reach."""
     arrays: set = set()  # (id(defining scope), name)
     array_attrs: set = set()
-    returning: set = set()  # id() of functions whose result may be an Array
-    fv = _FunctionValues(w)
-    escaping = [f for f in w.scopes if f.kind != "class" and f.kind != "module" and
-                fv.escaping(f)]
-    dead = {id(f) for f in w.scopes if f.kind == "function" and fv.dead(f)}
+    function_vars: set = set()  # (id(scope), name) of variables that may hold an array function
+    function_attrs: set = set()  # attributes that may hold one
     lookups: dict = {}
 
     def lookup(scope, name) -> list:
@@ -1324,59 +1329,13 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
             e.keys = [(id(s), name) for scope, name in e.names for s in lookup(scope, name)]
         return e.keys
 
-    def call_may_return(scope, name) -> bool:
-        # No scope: a builtin, or a name from a star import, unknown to the analysis.
-        for s in lookup(scope, name):
-            if name in s.defs:
-                if any(id(f) in returning for f in s.defs[name]):
-                    return True
-            if name in s.params:
-                if indirect():  # a parameter: any function a call site may pass
-                    return True
-            elif name in s.bindings:
-                if (id(s), name) in function_vars:  # a variable holding such a function
-                    return True
-            # else: an import (its chain is checked), a class, a local def
-        return False
-
-    def indirect() -> bool:
-        return array_function_values or bool(returning)
-
-    function_vars: set = set()  # variables that may hold a function returning an Array
-
     def holds_function(e: Optional[_Expr]) -> bool:
-        """``e`` may evaluate to a function whose result may be an Array."""
+        """``e`` may evaluate to an array function (`op = jnp.add`, `ops = [jnp.add]`)."""
         if e is None:
             return False
         if not e.chains.isdisjoint(array_chains):
-            return True  # `op = jnp.add`
-        if not (returning or function_vars or array_function_values):
-            return False  # nothing below can hold yet (the common first round)
-        if any(id(f) in returning for f in e.lambdas):
             return True
-        for dotted, args in e.wraps:
-            # `f = partial(g, x)`, `f = jit(g)`, `j = partial(jax.jit, ...)`: a function if
-            # what they wrap is one (of an imported function, the analysis knows nothing).
-            if dotted in calling_chains and indirect() and \
-                    any(holds_function(a) or not a.chains.isdisjoint(calling_chains)
-                        for a in args):
-                return True
-        if e.opaque_call and indirect():
-            return True
-        for scope, name in e.names | e.name_calls:
-            for s in lookup(scope, name):
-                if name in s.defs and any(id(f) in returning for f in s.defs[name]):
-                    return True
-                if name in s.params and indirect():
-                    return True
-                if (id(s), name) in function_vars:
-                    return True
-                if (scope, name) in e.name_calls and name in s.defs and indirect():
-                    return True  # a factory: `f = make_step()`
-        for name in e.attr_calls:
-            if name in w.func_names and indirect() or name in w.attr_bindings and indirect():
-                return True
-        return False
+        return bool(function_vars) and any(k in function_vars for k in keys(e))
 
     def is_array(e: Optional[_Expr]) -> bool:
         if e is None:
@@ -1385,55 +1344,28 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
             return True
         if arrays and any(k in arrays for k in keys(e)):
             return True
-        if not (returning or function_vars or array_function_values):
-            return False  # no call can return an Array yet: see call_may_return, indirect
-        if e.opaque_call and indirect():
-            return True
-        for scope, name in e.name_calls:
-            if call_may_return(scope, name):
-                return True
-        for name in e.attr_calls:
-            # A method that may return one; a callable stored in an attribute.
-            if any(id(f) in returning for f in w.func_names.get(name, ())) or \
-                    (name not in w.func_names and name in w.attr_bindings and indirect()):
-                return True
-        return False
+        if e.opaque_call and array_function_values:
+            return True  # `ops[0](x)`
+        if function_vars:
+            for scope, name in e.name_calls:
+                if any((id(s), name) in function_vars for s in lookup(scope, name)):
+                    return True
+        return bool(function_attrs) and not e.attr_calls.isdisjoint(function_attrs)
 
     if array_annotation:  # `x: jax.Array` parameters hold Arrays (api.ARRAY_TYPES)
-        for s in w.scopes:
-            for p in s.array_params:
-                arrays.add((id(s), p))
-
-    seeded: set = set()
-
-    def seed(f: _Scope) -> None:
-        if id(f) not in seeded and id(f) not in dead:
-            seeded.add(id(f))
-            for p in f.params:
-                arrays.add((id(f), p))
-
-    def seed_passed(c: _Call) -> None:
-        """The functions passed in call ``c`` (by name, or lambdas)."""
-        passed = set()
-        for a in c.args:
-            passed.update(n for _, n in a.names)
-        for f in escaping:
-            if f.kind == "lambda" or f.name in passed:
-                seed(f)
-
-    chain_values: dict = {}
+        for sc in w.scopes:
+            for p in sc.array_params:
+                arrays.add((id(sc), p))
 
     # What may still turn true, dropped from these lists once it has (each round walks only
     # what is left).
-    var_left = [((id(s), name), [v for v in values if v is not None])
-                for s in w.scopes + [w.module] for name, values in s.bindings.items()]
+    var_left = [((id(sc), name), [v for v in values if v is not None])
+                for sc in w.scopes + [w.module] for name, values in sc.bindings.items()]
     var_left = [(k, values) for k, values in var_left if values]
     func_left = list(var_left)
-    ret_left = [(id(s), s.returns) for s in w.scopes + [w.module]
-                if s.returns and id(s) not in dead]
     attr_left = [(name, [v for v in values if v is not None])
                  for name, values in w.attr_bindings.items()]
-    calls_left = [c for c in w.calls]
+    func_attr_left = list(attr_left)
 
     def still(items, known, test) -> list:
         """``items`` less those whose values now pass ``test`` (added to ``known``)."""
@@ -1448,73 +1380,88 @@ def _array_item_possible(w: _Walker, array_chains: set, calling_chains: set,
         return left
 
     for _round in range(100):
-        before = (len(arrays), len(array_attrs), len(returning), len(function_vars))
+        before = (len(arrays), len(array_attrs), len(function_vars), len(function_attrs))
         func_left = still(func_left, function_vars, holds_function)
+        func_attr_left = still(func_attr_left, function_attrs, holds_function)
         var_left = still(var_left, arrays, is_array)
-        ret_left = still(ret_left, returning, is_array)
         attr_left = still(attr_left, array_attrs, is_array)
-        hits = []
-        left = []
-        for c in calls_left:
-            for a in c.args:
-                if is_array(a):
-                    hits.append(c)
-                    break
-            else:
-                left.append(c)
-        calls_left = left
-        for c in hits:
-            # Call-site bindings: which functions may this call reach?
-            if c.chain is not None:
-                k = (c.chain, id(c.scope))
-                if k not in chain_values:
-                    chain_values[k] = _dotted_values(w, c.chain, c.scope)
-                values = chain_values[k]
-                if values is not None:  # an import (or builtin) wherever it resolves
-                    if not values.isdisjoint(_CALLING_APIS):
-                        seed_passed(c)  # an API that calls what it is given
-                    continue  # one the analysis does not know calls nothing
-                # else: a local value shadows the import: a call through it, below
-            if c.kind == "name":
-                found = lookup(c.scope, c.callee)
-                if not found and c.callee not in _BUILTINS:
-                    for f in escaping:  # unknown to the gate: any function
-                        seed(f)
-                for s in found:
-                    if c.callee in s.defs and \
-                            not (c.callee in s.bindings or c.callee in s.params):
-                        for f in s.defs[c.callee]:
-                            seed(f)
-                    elif c.callee in s.classes:
-                        array_attrs.update(w.class_fields)
-                        for f in w.func_names.get("__init__", []) + \
-                                w.func_names.get("__post_init__", []):
-                            seed(f)
-                    else:
-                        for f in escaping:  # a variable or parameter: any function it holds
-                            seed(f)
-            elif c.kind == "attr":
-                for f in w.func_names.get(c.callee, ()):
-                    seed(f)
-                if c.callee not in w.func_names and c.callee in w.attr_bindings:
-                    for f in escaping:
-                        seed(f)
-            else:
-                for f in escaping:
-                    seed(f)
-        if (len(arrays), len(array_attrs), len(returning), len(function_vars)) == before:
+        if (len(arrays), len(array_attrs), len(function_vars), len(function_attrs)) == before:
             break
     else:  # pragma: no cover - not seen on real code; stay sound
         return True
     for kind, a, b in w.item_bases:
         if kind == "name":
-            hit = any((id(s), b) in arrays for s in lookup(a, b))
+            hit = any((id(sc), b) in arrays for sc in lookup(a, b))
         elif kind == "attr":
             hit = b in array_attrs
             if not hit and a is not None:
-                hit = any((id(s), a[1]) in arrays for s in lookup(a[0], a[1]))
+                hit = any((id(sc), a[1]) in arrays for sc in lookup(a[0], a[1]))
         else:
             hit = is_array(a)
         if hit:
+            return True
+    return _traced_array_param_possible(w, is_array, lookup)
+
+
+def _traced_array_param_possible(w: _Walker, is_array, lookup) -> bool:
+    """An item assignment to a parameter (`x[0] = v`, `x` a parameter of the function it
+    is in) of a function that some call with an Array argument may reach: by its name, as a
+    class's `__init__`, as a method of that name, through a variable, parameter or opaque
+    callee (any function whose value escapes), or given to an API that calls it."""
+    targets = {}  # id(function) -> its scope, for each item assignment to its own parameter
+    for kind, a, b in w.item_bases:
+        if kind == "name":
+            for sc in lookup(a, b):
+                if sc.kind != "module" and sc.kind != "class" and b in sc.params:
+                    targets[id(sc)] = sc
+    if not targets:
+        return False
+    fv = _FunctionValues(w)
+    # A function its decorator binds to nothing is reached by no call.
+    targets = {k: f for k, f in targets.items() if f.kind != "function" or not fv.dead(f)}
+    if not targets:
+        return False
+    escaping = [f for f in w.scopes if f.kind != "class" and f.kind != "module" and
+                fv.escaping(f)]
+    chain_values: dict = {}
+    for c in w.calls:
+        if not any(is_array(arg) for arg in c.args):
+            continue
+        reached: list = []
+        if c.chain is not None:
+            k = (c.chain, id(c.scope))
+            if k not in chain_values:
+                chain_values[k] = _dotted_values(w, c.chain, c.scope)
+            values = chain_values[k]
+            if values is not None:  # an import (or builtin) wherever it resolves
+                if not values.isdisjoint(_CALLING_APIS):
+                    # An API that calls what it is given: the functions passed (by name, or
+                    # lambdas).
+                    passed = {n for arg in c.args for _, n in arg.names}
+                    reached = [f for f in escaping if f.kind == "lambda" or f.name in passed]
+                if any(id(f) in targets for f in reached):
+                    return True
+                continue  # one the analysis does not know calls nothing
+            # else: a local value shadows the import: a call through it, below
+        if c.kind == "name":
+            found = lookup(c.scope, c.callee)
+            if not found and c.callee not in _BUILTINS:
+                reached = escaping  # unknown to the gate: any function
+            for sc in found:
+                if c.callee in sc.defs and \
+                        not (c.callee in sc.bindings or c.callee in sc.params):
+                    reached = reached + sc.defs[c.callee]
+                elif c.callee in sc.classes:
+                    reached = reached + w.func_names.get("__init__", []) + \
+                        w.func_names.get("__post_init__", [])
+                else:
+                    reached = reached + escaping  # a variable or parameter: any function
+        elif c.kind == "attr":
+            reached = list(w.func_names.get(c.callee, ()))
+            if c.callee not in w.func_names and c.callee in w.attr_bindings:
+                reached += escaping
+        else:
+            reached = escaping
+        if any(id(f) in targets for f in reached):
             return True
     return False

@@ -186,15 +186,6 @@ ARRAY_ITEMS = [
     "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.\n",
     "from jax import numpy as np\nx = np.zeros(3) + 1\nx[0] += 1.\n",
     "import jax.numpy as jnp\nxs = [jnp.zeros(3)]\nxs[0][1] = 2.\n",
-    # Through a local function's result and a parameter seeded by a call.
-    """\
-    import jax.numpy as jnp
-    def make():
-        return jnp.ones(3)
-    def put(a):
-        a[0] = 1.
-    put(make())
-    """,
     # An array function held in a variable.
     "import jax.numpy as jnp\nop = jnp.add\ny = op(a, b)\ny[0] = 1\n",
     # A traced function's parameter.
@@ -215,14 +206,15 @@ ARRAY_ITEMS = [
         def put(self):
             self.buf[0] = 1.
     """,
-    # A function handed to a local helper that calls it with an Array.
+    # A traced function handed to a local helper that calls it with an Array.
     """\
+    import jax
     import jax.numpy as jnp
     def put(a):
         a[0] = 1.
-    def apply(fn, x):
-        fn(x)
-    apply(put, jnp.zeros(3))
+    def apply(fn):
+        fn(jnp.zeros(3))
+    apply(jax.jit(put))
     """,
     # A local decorator calls the function it decorates.
     """\
@@ -251,6 +243,27 @@ ARRAY_ITEMS = [
     """,
 ]
 NO_ARRAY_ITEMS = [
+    # The analysis carries no Array into a parameter of a function it calls or out of a
+    # function's `return` (values.is_interesting); only a traced function's parameter that
+    # every call binds to an Array is one (REF013's _traced_array_param). Neither is here.
+    """\
+    import jax.numpy as jnp
+    def make():
+        return jnp.ones(3)
+    def put(a):
+        a[0] = 1.
+    put(make())
+    y = make()
+    y[0] = 1.
+    """,
+    """\
+    import jax.numpy as jnp
+    def put(a):
+        a[0] = 1.
+    def apply(fn, x):
+        fn(x)
+    apply(put, jnp.zeros(3))
+    """,
     "import jax.numpy as jnp\nd = {}\nd['k'] = jnp.zeros(3)\n",
     "import jax.numpy as jnp\nshape = list(x.shape)\nshape[0] = 1\ny = jnp.zeros(shape)\n",
     # The index is an Array, the base is not.
