@@ -1008,6 +1008,7 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
     refs = unavailable = leak_api = False
     array_chains: set = set()  # spellings (as written) that name an Array producer
     array_annotation = False  # a parameter annotated jax.Array holds an Array (REF013)
+    module_values: set = set()
     for dotted, ctx, is_value, scope in w.chains:
         for qn in _resolve_chain(w, dotted, scope):
             if ctx == _ANNOTATION and qn in api.ARRAY_TYPES:
@@ -1028,11 +1029,20 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
                 if qn.rsplit(".", 1)[-1] not in api.ARRAY_METADATA_FUNCTIONS:
                     array_chains.add(dotted)
             elif is_value and qn in _PREFIXES:
-                return _EVERYTHING  # a module object used as a value may reach any API
+                # A module object used as a value (`xp = jnp`, `f(x, jnp)`) may reach any API
+                # under it.
+                module_values.add(qn)
             if not unavailable and _unavailable(qn, version):
                 unavailable = True
     if w.star:
         return _EVERYTHING
+    module_arrays = False  # a module value reaches an array function: any call may make one
+    for m in module_values:
+        reach = _module_reach(m)
+        refs = refs or reach.refs
+        leak_api = leak_api or reach.leak
+        module_arrays = module_arrays or reach.arrays
+        unavailable = unavailable or any(_unavailable(qn, version) for qn in reach.names)
     for call in w.ref_keyword_calls:  # `nnx.Param(x, ref=True)` makes a ref-holding Variable
         if call is True or any(api.CANONICAL.get(qn) in api.REF_KEYWORD_SOURCES
                                for qn in _resolve_chain(w, call[0], call[1])):
@@ -1058,9 +1068,30 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
     if "REF013" in enabled and w.item_bases:
         # An array function used as a value (`op = jnp.add`) may be called through a name.
         values = any(is_value and dotted in array_chains for dotted, _, is_value, _ in w.chains)
-        v.array_item = _array_item_possible(w, array_chains, values,
-                                            array_annotation)
+        v.array_item = module_arrays or _array_item_possible(w, array_chains, values,
+                                                             array_annotation)
     return v
+
+
+class _Reach:
+    __slots__ = ("arrays", "leak", "names", "refs")
+
+
+@functools.lru_cache(maxsize=256)
+def _module_reach(module: str) -> _Reach:
+    """What the module object ``module``, used as a value, may reach: a ref source, an API
+    tracing once per call (REF012), an array function (any of its calls may be one), the
+    names of the availability table under it (REF015)."""
+    prefix = module + "."
+    r = _Reach()
+    canon = {c for qn, c in api.CANONICAL.items() if qn.startswith(prefix)}
+    r.refs = not canon.isdisjoint(api.REF_SOURCES)
+    r.leak = not canon.isdisjoint(LEAK_APIS)
+    r.arrays = not canon.isdisjoint(_ARRAY_APIS) or any(
+        (m + ".").startswith(prefix) or prefix.startswith(m + ".") or m == module
+        for m in (j.rstrip(".") for j in api.JAX_ARRAY_MODULES))
+    r.names = tuple(qn for qn in api.AVAILABILITY if qn.startswith(prefix))
+    return r
 
 
 @functools.lru_cache(maxsize=65536)

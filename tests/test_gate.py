@@ -44,7 +44,8 @@ REFS = [
     "import jax\ndef f(x: 'jax.Ref'): ...\n",
     "import jax\nR = jax.Ref\ndef f(x: R): ...\n",  # an alias that becomes an annotation
     "from jax.experimental import pallas as pl\nout = pl.pallas_call(kernel, out_shape=s)(x)\n",
-    "import jax\nnp_ = jax\n",  # a module object as a value may reach any API
+    "import jax\nnp_ = jax\n",  # a module object as a value may reach any API under it
+    "import jax.experimental as je\nm = je\nx = m.mutable_array(1.0)\n",
     "from jax import *\n",
     # Read before the local binding (flow order): the analysis sees the module's import.
     "import jax\ndef f(x):\n    r = jax.new_ref(x)\n    jax = None\n    return r\n",
@@ -57,6 +58,7 @@ NO_REFS = [
     "import jax\n# jax.new_ref(0.) in a comment\ns = 'jax.new_ref'\n",
     "import jax\nok = hasattr(jax, 'new_ref')\n",
     "import jax\ndef f(core):\n    core = 1\n    return core\n",
+    "import jax.numpy as jnp\nxp = jnp\ny = xp.sin(1.0)\n",  # no ref under jax.numpy
 ]
 
 
@@ -186,6 +188,8 @@ ARRAY_ITEMS = [
     "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.\n",
     "from jax import numpy as np\nx = np.zeros(3) + 1\nx[0] += 1.\n",
     "import jax.numpy as jnp\nxs = [jnp.zeros(3)]\nxs[0][1] = 2.\n",
+    # A module object holding array functions, as a value.
+    "import jax.numpy as jnp\nxp = jnp\ny = xp.zeros(3)\ny[0] = 1.\n",
     # An array function held in a variable.
     "import jax.numpy as jnp\nop = jnp.add\ny = op(a, b)\ny[0] = 1\n",
     # A traced function's parameter.
@@ -243,6 +247,8 @@ ARRAY_ITEMS = [
     """,
 ]
 NO_ARRAY_ITEMS = [
+    # A module object as a value reaches only what is under it: jax._src.util makes no Array.
+    "from jax._src import util\nhelpers = util\nd = {}\nd['k'] = 1\n",
     # The analysis carries no Array into a parameter of a function it calls or out of a
     # function's `return` (values.is_interesting); only a traced function's parameter that
     # every call binds to an Array is one (REF013's _traced_array_param). Neither is here.
