@@ -87,6 +87,8 @@ _PASS_THROUGH_CALLS = frozenset({"tuple", "list"})  # builtins returning their a
 # (`lax.stop_gradient(tree)`): the registry's, matched conservatively on the last name.
 _PASS_THROUGH_ATTRS = frozenset({api.STOP_GRADIENT})
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+_LEAK_WORDS = frozenset(api.spelled_names(LEAK_APIS)) | frozenset(
+    name for name, q in api.INHERITED_WRAPPERS.items() if api.CANONICAL.get(q) in LEAK_APIS)
 _BUILTINS = frozenset(dir(builtins))
 
 # Every proper prefix of a name the analysis knows: a module object that may reach an API.
@@ -203,6 +205,10 @@ class _Walker:
         self.ref_keyword_calls: list = []
         # An expression statement `X.at[i].set(v)` (REF023: the update is dropped).
         self.discarded = False
+        # Calls of a name spelled like an API tracing once per call (`jax.jit(...)`,
+        # `lax.cond(...)`): (chain, scope, any positional argument, the dotted spelling of
+        # each argument, None where it is not a dotted name) (REF012: _leak_calls_inert).
+        self.leak_calls: list = []
 
     def release(self) -> None:
         """Break the cycles between scopes and the expressions that read them, so everything
@@ -645,6 +651,12 @@ class _Walker:
                 self.namespace_calls += 1
         if any(k.arg in api.REF_KEYWORDS for k in node.keywords):
             self.ref_keyword_calls.append((chain, self.scope) if chain is not None else True)
+        if chain is not None and chain.rpartition(".")[2] in _LEAK_WORDS:
+            self.leak_calls.append((chain, self.scope, bool(node.args), tuple(
+                None if type(a) is ast.Starred else _dotted(a)
+                for a in node.args if not _literal(a)) + tuple(
+                None if k.arg is None else _dotted(k.value)
+                for k in node.keywords if not _literal(k.value))))
         # A module object passed to a builtin (`hasattr(jax, "new_ref")`) goes nowhere the
         # analysis follows; `isinstance`/`issubclass` arguments are type tests.
         arg_ctx = _NORMAL
@@ -737,6 +749,21 @@ def _dotted(node) -> Optional[str]:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def _literal(node) -> bool:
+    """A constant, or a tuple, list, set or dict of them (`static_argnames=("n",)`)."""
+    t = type(node)
+    if t is ast.Constant:
+        return True
+    if t is ast.Tuple or t is ast.List or t is ast.Set:
+        return all(_literal(e) for e in node.elts)
+    if t is ast.Dict:
+        return all(k is not None and _literal(k) for k in node.keys) and \
+            all(_literal(v) for v in node.values)
+    if t is ast.UnaryOp:
+        return _literal(node.operand)
+    return False
 
 
 def _dotted_root(node) -> Optional[str]:
@@ -1006,6 +1033,7 @@ def _resolve_chain(w: _Walker, dotted: str, scope: _Scope) -> list:
 
 def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdict:
     refs = unavailable = leak_api = False
+    leak_values = False  # an API tracing once per call used other than by calling it
     array_chains: set = set()  # spellings (as written) that name an Array producer
     array_annotation = False  # a parameter annotated jax.Array holds an Array (REF013)
     module_values: set = set()
@@ -1023,6 +1051,11 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
                     refs = True
                 if canon in LEAK_APIS:
                     leak_api = True
+                    if ctx == _NORMAL or ctx == _CALLEE and \
+                            dotted.rpartition(".")[2] not in _LEAK_WORDS:
+                        # A value (a decorator, `partial(jax.jit, ...)`), or a call under
+                        # another name (`from jax import jit as J`), not in leak_calls.
+                        leak_values = True
                 if canon in _ARRAY_APIS:
                     array_chains.add(dotted)
             elif api.returns_jax_array(qn):
@@ -1041,6 +1074,7 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
         reach = _module_reach(m)
         refs = refs or reach.refs
         leak_api = leak_api or reach.leak
+        leak_values = leak_values or reach.leak  # `xp.jit(f)`: not a chain of the imports
         module_arrays = module_arrays or reach.arrays
         unavailable = unavailable or any(_unavailable(qn, version) for qn in reach.names)
     for call in w.ref_keyword_calls:  # `nnx.Param(x, ref=True)` makes a ref-holding Variable
@@ -1061,7 +1095,7 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
         return v
     v.leak = False
     if leak_api and "REF012" in enabled:
-        v.leak = _leak_possible(w)
+        v.leak = not _leak_calls_inert(w, leak_values) and _leak_possible(w)
         if v.leak and not complete:
             return v
     v.array_item = False
@@ -1118,6 +1152,25 @@ def _maybe_traced(w: _Walker, escaping: list) -> list:
                     seen.add(id(g))
                     work.append(g)
     return [s for s in w.scopes if id(s) in seen]
+
+
+def _leak_calls_inert(w: _Walker, leak_values: bool) -> bool:
+    """No function of this module can reach an API tracing once per call: each such API is
+    only called (not used as a value: a decorator, `partial(jax.jit, ...)`, `t = jax.jit`),
+    with a positional argument (`jax.jit(static_argnums=0)` makes a decorator), and every
+    argument is a constant or an import's name (`jax.jit(core.evaluate_shape)`), not a
+    value of this module's (a local function, a variable, an attribute, a call)."""
+    if leak_values:
+        return False
+    for chain, scope, positional, dotteds in w.leak_calls:
+        if not any(api.CANONICAL.get(qn) in LEAK_APIS for qn in _resolve_chain(w, chain, scope)):
+            continue
+        if not positional:
+            return False
+        for d in dotteds:
+            if d is None or _dotted_values(w, d, scope) is None:
+                return False
+    return True
 
 
 def _leak_possible(w: _Walker) -> bool:

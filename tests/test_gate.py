@@ -114,6 +114,18 @@ LEAKS = [
     "import jax\njit = jax.jit\nlog = []\n@jit\ndef f(x):\n    log.append(x)\n    return x\n",
 ]
 NO_LEAKS = [
+    # The only transform is called on an imported function (configuration as literals): no
+    # function of this module is traced.
+    """\
+    import jax
+    from jax._src import core
+    log = []
+    def f(x):
+        log.append(x)
+        return x
+    g = jax.jit(core.evaluate_shape, static_argnames=("shape", "dim_vars"))
+    f(1)
+    """,
     # No transform that traces once per call: the first leak under grad.
     LEAKS[0].replace("@jax.jit", "@jax.grad"),
     # A local container: not state outside the trace.
@@ -311,6 +323,9 @@ NO_DISCARDED = [
     "import jax.numpy as jnp\nx = jnp.zeros(3)\nprint(x.at[0].get())\n",
 ]
 LEAKS = LEAKS + [
+    # A transform imported under another name, and one made by a factory call.
+    "from jax import jit as J\nlog = []\ndef f(x):\n    log.append(x)\n    return x\nJ(f)(1.0)\n",
+    "import jax\nlog = []\n@jax.jit(static_argnums=0)\ndef f(n, x):\n    log.append(x)\n",
     "import jax\nclass M:\n    @jax.jit\n    def f(self, x):\n        self.log.append(x)\n",
 ]
 
