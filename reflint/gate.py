@@ -1062,15 +1062,14 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
                 if qn.rsplit(".", 1)[-1] not in api.ARRAY_METADATA_FUNCTIONS:
                     array_chains.add(dotted)
             elif is_value and qn in _PREFIXES:
-                # A module object used as a value (`xp = jnp`, `f(x, jnp)`) may reach any API
-                # under it.
-                module_values.add(qn)
+                # A module object used as a value (`xp = jnp`) may reach any API under it.
+                module_values.add((dotted, qn))
             if not unavailable and _unavailable(qn, version):
                 unavailable = True
     if w.star:
         return _EVERYTHING
     module_arrays = False  # a module value reaches an array function: any call may make one
-    for m in module_values:
+    for m in _bound_modules(w, module_values):
         reach = _module_reach(m)
         refs = refs or reach.refs
         leak_api = leak_api or reach.leak
@@ -1105,6 +1104,27 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
         v.array_item = module_arrays or _array_item_possible(w, array_chains, values,
                                                              array_annotation)
     return v
+
+
+def _bound_modules(w: _Walker, module_values: set) -> set:
+    """The modules of ``module_values`` ((spelling, module) used as a value) whose value a
+    binding of this module may hold: assigned to a name or an attribute (`xp = jnp`,
+    `mods = [jnp, np]`, `self.xp = jnp`), where the analysis reads APIs through it. Given to
+    a call (the analysis carries no module into a parameter), returned, or an index, it
+    reaches nothing."""
+    if not module_values:
+        return set()
+    bound: set = set()
+    for sc in w.scopes + [w.module]:
+        for values in sc.bindings.values():
+            for e in values:
+                if e is not None:
+                    bound |= e.chains
+    for values in w.attr_bindings.values():
+        for e in values:
+            if e is not None:
+                bound |= e.chains
+    return {qn for dotted, qn in module_values if dotted in bound}
 
 
 class _Reach:

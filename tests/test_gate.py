@@ -59,6 +59,8 @@ NO_REFS = [
     "import jax\nok = hasattr(jax, 'new_ref')\n",
     "import jax\ndef f(core):\n    core = 1\n    return core\n",
     "import jax.numpy as jnp\nxp = jnp\ny = xp.sin(1.0)\n",  # no ref under jax.numpy
+    # A module object given to a call or used as an index: no binding holds it.
+    "from jax._src import core\ndef f(hist, g):\n    g(core)\n    return hist[core]\n",
 ]
 
 
@@ -202,6 +204,15 @@ ARRAY_ITEMS = [
     "import jax.numpy as jnp\nxs = [jnp.zeros(3)]\nxs[0][1] = 2.\n",
     # A module object holding array functions, as a value.
     "import jax.numpy as jnp\nxp = jnp\ny = xp.zeros(3)\ny[0] = 1.\n",
+    """\
+    import jax.numpy as jnp
+    class C:
+        def __init__(self):
+            self.xp = jnp
+        def f(self):
+            y = self.xp.zeros(3)
+            y[0] = 1.
+    """,
     # An array function held in a variable.
     "import jax.numpy as jnp\nop = jnp.add\ny = op(a, b)\ny[0] = 1\n",
     # A traced function's parameter.
@@ -259,6 +270,8 @@ ARRAY_ITEMS = [
     """,
 ]
 NO_ARRAY_ITEMS = [
+    # A module object given to a function: the analysis carries it into no parameter.
+    "import jax.numpy as jnp\ndef f(x, xp):\n    y = xp.zeros(3)\n    y[0] = 1.\nf(1, jnp)\n",
     # A module object as a value reaches only what is under it: jax._src.util makes no Array.
     "from jax._src import util\nhelpers = util\nd = {}\nd['k'] = 1\n",
     # The analysis carries no Array into a parameter of a function it calls or out of a
