@@ -984,6 +984,14 @@ INHERITED_WRAPPERS = {"pallas_call": "jax.experimental.pallas.pallas_call"}
 # (or keyword-only ones); the positional parameters spelled as refs (`x_ref`, Pallas' own
 # convention) are taken to be the refs, the others to be bound (analysis.calls._call_partial).
 REF_PARAM_SUFFIX = "_ref"
+
+
+def spelled_as_ref(name: str, tuple_of_refs: bool = False) -> bool:
+    """``name`` is spelled as a ref (``x_ref``) or, for a ``*args`` parameter
+    (``tuple_of_refs``), as a tuple of refs (``*refs``, ``*scalar_refs``)."""
+    if tuple_of_refs:
+        return name == "refs" or name.endswith(REF_PARAM_SUFFIX + "s")
+    return name.endswith(REF_PARAM_SUFFIX)
 # Ahead-of-time methods of a jit-wrapped function: `jax.jit(f).trace(*args)` traces `f` once,
 # explicitly, at that point; `f` itself is never called through the wrapper (REF012).
 AOT_METHODS = frozenset({"trace", "lower", "eval_shape"})

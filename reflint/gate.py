@@ -1141,9 +1141,9 @@ def _module_reach(module: str) -> _Reach:
     canon = {c for qn, c in api.CANONICAL.items() if qn.startswith(prefix)}
     r.refs = not canon.isdisjoint(api.REF_SOURCES)
     r.leak = not canon.isdisjoint(LEAK_APIS)
+    # An array module under it (`jax` reaches `jax.numpy.`), or it is in one (`jax.numpy.fft`).
     r.arrays = not canon.isdisjoint(_ARRAY_APIS) or any(
-        (m + ".").startswith(prefix) or prefix.startswith(m + ".") or m == module
-        for m in (j.rstrip(".") for j in api.JAX_ARRAY_MODULES))
+        m.startswith(prefix) or prefix.startswith(m) for m in api.JAX_ARRAY_MODULES)
     r.names = tuple(qn for qn in api.AVAILABILITY if qn.startswith(prefix))
     return r
 

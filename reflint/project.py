@@ -361,8 +361,8 @@ class Project:
         return got
 
     def module_classes(self, module: str) -> tuple:
-        """The kinds (``class_kind``) of ``module``'s classes and re-exports, ``(qualname, kind)``,
-        computed once per module (only a cache key reads them: a check needs them only for
+        """The kinds (``class_kind``) of ``module``'s classes and re-exports,
+        ``(qualname, kind)``, computed once per module (only a cache key reads them: a check needs them only for
         the classes its analysis meets)."""
         key = ("mc", module)
         got = self._facts.get(key)
@@ -450,14 +450,9 @@ class Project:
         """What an analysis asks of the class ``qualname`` of another module: its NNX kind
         (``nnx_class``), "block_spec" for a subclass of a Pallas BlockSpec, else ""."""
         kind = self.nnx_class(qualname)
-        if not kind and self.api_base(qualname) in api.BLOCK_SPEC_APIS:
+        if not kind and not api.BLOCK_SPEC_APIS.isdisjoint(self.api_bases(qualname)):
             kind = "block_spec"
         return kind
-
-    def api_base(self, qualname: str) -> Optional[str]:
-        """The first registry API of ``api_bases``, or None."""
-        bases = self.api_bases(qualname)
-        return bases[0] if bases else None
 
     def api_bases(self, qualname: str) -> tuple:
         """The registry APIs (their names) that ``qualname`` is, or that the class it names
@@ -707,17 +702,12 @@ class ProjectView:
             return None  # unknown, or this module's own (its analysis sees it)
         return fact
 
-    def nnx_class(self, qualname: str) -> str:
+    def class_kind(self, qualname: str) -> str:
         """"module" / "variable" when ``qualname`` (from this module's imports) names a class
         of another module (or of an installed library) that is a Flax NNX Module / Variable
-        through its bases; "" otherwise."""
-        return self.project.nnx_class(qualname)
-
-    def api_base(self, qualname: str) -> Optional[str]:
-        """The registry API that ``qualname`` (from this module's imports) is or whose class
-        derives from one (``Project.api_base``): a BlockSpec subclass of another module."""
-        return self.project.api_base(qualname)
-
+        through its bases, "block_spec" for a Pallas BlockSpec (``Project.class_kind``); ""
+        otherwise."""
+        return self.project.class_kind(qualname)
 
     def values(self, qualname: str) -> Optional[Values]:
         """What the project name ``qualname`` (from this module's imports) is as a value
@@ -827,8 +817,8 @@ class ProjectView:
 
     def _class_reads(self) -> list:
         """The kinds of the classes this module imports (or reaches through an imported
-        module), and of the bases of its own classes: what the analysis asks ``nnx_class``
-        and ``api_base`` (``Project.class_kind``)."""
+        module), and of the bases of its own classes: what the analysis asks
+        (``Project.class_kind``)."""
         kinds = {}
         names = set()
         for local, qn in self.summary.aliases.items():

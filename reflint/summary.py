@@ -163,8 +163,6 @@ def module_name(path: str) -> tuple:
 # The words a file must spell to give a function to a Pallas entry point: only such files
 # (and those spelling a project wrapper's name) are parsed whole; the others get their imports
 # and top-level function headers read (``_headers``).
-
-
 def has_api_words(source: str) -> bool:
     """The module spells a Pallas entry point: one of its names as a whole word, or
     ``kernel`` as an attribute (``pl.kernel``) or on an import line (``kernel`` is also a

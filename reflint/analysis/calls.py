@@ -76,11 +76,11 @@ def _mapping_binds(fv: FuncVal, extra: int, kwargs: dict) -> Optional[tuple]:
     params = fv.info.params
     positional = [p for p in params if p.kind in ("pos", "posonly")]
     free = [p for p in positional[len(fv.bound_args) + extra:] if p.name not in bound]
-    if not any(p.name.endswith(api.REF_PARAM_SUFFIX) for p in free):
+    if not any(api.spelled_as_ref(p.name) for p in free):
         return None
     return tuple(p.name for p in params
                  if p.name not in bound and (p.kind == "kwonly" or p.kind == "pos" and p in free
-                                             and not p.name.endswith(api.REF_PARAM_SUFFIX)))
+                                             and not api.spelled_as_ref(p.name)))
 
 
 class CallsMixin:
@@ -148,7 +148,7 @@ class CallsMixin:
             return None
         if isinstance(fv, ClassVal):
             if fv.cls.block_spec:
-                self._block_spec(node, api.API[api.BLOCK_SPEC].callees[0], args, subclass=True)
+                self._block_spec_subclass(node, args)
             if not (fv.cls.nnx and self._refs_mode):
                 return self._construct(node, fv.cls, args, state)
             init = fv.cls.methods.get("__init__")

@@ -158,23 +158,26 @@ class KernelsMixin:
                     self._stale = True  # its parameters were read without it
         self._add_role(info, callee.role, node)
 
-    def _block_spec(self, node, callee: "api.Callee", args: list,
-                    subclass: bool = False) -> None:
+    def _block_spec(self, node, callee: "api.Callee", args: list) -> None:
         """``pl.BlockSpec(block_shape, index_map)``: the index map's parameters spelled as
-        refs receive the scalar-prefetch refs (``callee.named_refs``). A subclass's
-        constructor (``PatchBlockSpec(index_map, block_shape)``) may take its arguments in
-        any order: every function it is given is taken for an index map (a BlockSpec takes
-        no other)."""
-        if subclass:
-            targets = [v for _, v in args]
-        else:
-            if any(arg.star for arg, _ in args[:callee.pos + 1]):
-                return
-            positional = [v for arg, v in args if not arg.keyword]
-            targets = [positional[callee.pos] if len(positional) > callee.pos else None]
-            targets += [v for arg, v in args if arg.keyword and arg.keyword.value == callee.kw]
-        for target in targets:
-            for f in target.alts if isinstance(target, OneOf) else (target,):
+        refs receive the scalar-prefetch refs (``callee.named_refs``)."""
+        if any(arg.star for arg, _ in args[:callee.pos + 1]):
+            return
+        positional = [v for arg, v in args if not arg.keyword]
+        targets = [positional[callee.pos] if len(positional) > callee.pos else None]
+        targets += [v for arg, v in args if arg.keyword and arg.keyword.value == callee.kw]
+        self._index_maps(node, callee, targets)
+
+    def _block_spec_subclass(self, node, args: list) -> None:
+        """A subclass of BlockSpec built (``PatchBlockSpec(index_map, block_shape)``): its
+        constructor may take its arguments in any order, so every function it is given is
+        taken for an index map (a BlockSpec takes no other)."""
+        callee = api.API[api.BLOCK_SPEC].callees[0]
+        self._index_maps(node, callee, [v for _, v in args])
+
+    def _index_maps(self, node, callee: "api.Callee", values: list) -> None:
+        for value in values:
+            for f in value.alts if isinstance(value, OneOf) else (value,):
                 # (An index map without a parameter spelled as a ref has no ref to mark.)
                 if isinstance(f, FuncVal) and any(_spelled_as_ref(p) for p in f.info.params):
                     self._mark_kernel(f, node, callee)
@@ -199,9 +202,7 @@ class KernelsMixin:
 
 def _spelled_as_ref(p) -> bool:
     """A parameter named like a ref (``lengths_ref``; ``*refs``, ``*scalar_refs``)."""
-    if p.kind == "vararg":
-        return p.name == "refs" or p.name.endswith("_refs")
-    return p.name.endswith(api.REF_PARAM_SUFFIX)
+    return api.spelled_as_ref(p.name, tuple_of_refs=p.kind == "vararg")
 
 
 def _ref_tree(expr, key: tuple) -> Optional[Value]:

@@ -14,8 +14,8 @@ module is analysed on its own. With one:
 - a call of a project function defined under a transform (``@jax.jit``) is a traced call here
   (REF002 and the rules that read ``TracedCall`` operands);
 - a class of another module (or of an installed library) whose bases reach a Flax NNX Module
-  or Variable is one here: a base of this module's classes, or built by a call
-  (``_project_nnx_class``).
+  or Variable, or a Pallas BlockSpec, is one here: a base of this module's classes, or built
+  by a call (``_project_class_kind``).
 - refs given to this module's top-level functions by calls in other modules
   (``ProjectView.ref_args_of``) seed those parameters, as a call here would (REF001 when a
   jitted function returns one, REF007 in arithmetic ...);
@@ -108,11 +108,11 @@ class ProjectMixin:
         """A call of a qualified name: a project function the registry does not know is
         another module's (a wrapper, a jitted function); anything else, CallsMixin's."""
         if self.project is not None and api.lookup(qn) is None:
-            if self._project_api_base(qn) in api.BLOCK_SPEC_APIS:
+            kind = self._project_class_kind(qn)
+            if kind == "block_spec":
                 # A BlockSpec subclass of another module: its functions are index maps.
-                self._block_spec(node, api.API[api.BLOCK_SPEC].callees[0], args, subclass=True)
+                self._block_spec_subclass(node, args)
                 return None
-            kind = self._project_nnx_class(qn)
             if kind:
                 # A Flax NNX Module / Variable class of another module: built like flax's.
                 return self._call_nnx(node, api.API["nnx_variable" if kind == "variable"
@@ -122,25 +122,16 @@ class ProjectMixin:
                 return value
         return super()._call_qn(node, qn, args, state)
 
-    def _project_nnx_class(self, qn: str) -> str:
+    def _project_class_kind(self, qn: str) -> str:
         """"module" / "variable" when ``qn`` names another module's class that is a Flax NNX
-        Module / Variable through its bases (``ProjectView.nnx_class``), "" otherwise."""
+        Module / Variable through its bases, "block_spec" for a Pallas BlockSpec
+        (``ProjectView.class_kind``), "" otherwise."""
         if self.project is None:
             return ""
         try:
-            return self.project.nnx_class(qn)
+            return self.project.class_kind(qn)
         except Exception:  # noqa: BLE001 - a project fact must never cost the file
             return ""
-
-    def _project_api_base(self, qn: str) -> Optional[str]:
-        """The registry API another module's class ``qn`` derives from through its bases
-        (``ProjectView.api_base``), or None."""
-        if self.project is None:
-            return None
-        try:
-            return self.project.api_base(qn)
-        except Exception:  # noqa: BLE001 - a project fact must never cost the file
-            return None
 
     def _project_call(self, node: cst.Call, qn: str, args: list, state) -> tuple:
         """(handled, value) for a call of the project function ``qn``."""

@@ -480,9 +480,11 @@ class StatementsMixin:
                 elif a is not None and a.family is api.Family.BLOCK_SPEC:
                     cls.block_spec = True
                 elif a is None:  # a class of another module (analysis/project.py)
-                    cls.nnx = cls.nnx or self._project_nnx_class(bv.qualname)
-                    cls.block_spec = cls.block_spec or \
-                        self._project_api_base(bv.qualname) in api.BLOCK_SPEC_APIS
+                    kind = self._project_class_kind(bv.qualname)
+                    if kind == "block_spec":
+                        cls.block_spec = True
+                    elif kind:
+                        cls.nnx = cls.nnx or kind
             elif isinstance(bv, ClassVal):
                 cls.nnx = cls.nnx or bv.cls.nnx
                 cls.block_spec = cls.block_spec or bv.cls.block_spec
