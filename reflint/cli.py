@@ -609,7 +609,8 @@ def _cmd_check(args) -> int:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     global _LAZY_FIXES
     _LAZY_FIXES = args.format != "json" and not getattr(args, "show_fixes", False)
-    _start_project(args, _with_project_root(args, [f for f, _ in pairs], resolver), jobs)
+    _start_project(args, _with_project_root(args, [f for f, _ in pairs], resolver), jobs,
+                   settings_of=settings_of)
     results = _check_grouped(pairs, jobs, cache=_cache_from(args))
     results += [FileResult(p, [not_checked(p, why)]) for p, _, why in problems]
     roots = checked_roots(paths)
@@ -680,9 +681,12 @@ def _cmd_check(args) -> int:
     return _exit_code(args, all_diags)
 
 
-def _start_project(args, files: list, jobs: int, read=None) -> None:
+def _start_project(args, files: list, jobs: int, read=None,
+                   settings_of: Optional[dict] = None) -> None:
     """The summary phase (reflint.project): every checked module's summary, then the facts
-    each module reads from the others. ``--no-project``: every file alone."""
+    each module reads from the others. ``--no-project``: every file alone. ``settings_of``
+    (path -> settings of the files checked next): the summary phase also asks the gate about
+    them (engine.SummaryPhaseGate)."""
     if getattr(args, "no_project", False) or not files:
         return
     from . import project as _project
@@ -694,8 +698,13 @@ def _start_project(args, files: list, jobs: int, read=None) -> None:
         cache = _cache_from(args) if read is None else None
         # The check follows here (or in a child forked from here): the trees the summaries
         # parse whole are kept for it (reflint.gate.keep), one parse per file.
+        decide = None
+        if settings_of and read is None:
+            from .engine import SummaryPhaseGate
+
+            decide = SummaryPhaseGate(settings_of)
         _project.activate(_project.Project.build(files, read=read, jobs=jobs, cache=cache,
-                                                 share_trees=True))
+                                                 share_trees=True, decide=decide))
         # The project lives as long as the run: out of the collector's sight, so that the
         # forked child checking each file (reflint.isolate) does not walk, and copy, its
         # pages at every full collection.

@@ -531,7 +531,12 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
     # A module another module's summary gives facts (a kernel launched elsewhere) may have no
     # text the pre-filter knows: the project says so, and both stages let it through.
     forced = use_prefilter and _project() is not None and _project().must_analyse(path)
-    if use_prefilter and not forced:
+    recalled = None
+    if use_prefilter and not forced and ask_gate:
+        recalled = _recalled(path, source)  # the summary phase's verdict on this text
+        if recalled is not None and not _allows(recalled, settings):
+            return _gated(source, path, settings)
+    if use_prefilter and not forced and recalled is None:
         if not regex_done and not prefilter(settings).search(source):
             return lint_non_candidate(source, path, settings)
     if tree is None:
@@ -544,11 +549,10 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
             diags = [_rejected(source, path, error)] if settings.enabled(PARSE_ERROR) else []
             return FileResult(path, diags, source)
     elif use_prefilter:
-        verdict = None if forced or not ask_gate else gate_verdict(source, settings, tree)
+        verdict = None if forced or not ask_gate else \
+            recalled if recalled is not None else gate_verdict(source, settings, tree)
         if verdict is not None and not _allows(verdict, settings):
-            # The stdlib parser accepted the file, so there is no REF900 to report.
-            return FileResult(path, _noqa_only(source, path, settings), source,
-                              skipped=True, stage="gated")
+            return _gated(source, path, settings)
         done = _lint_fast(source, tree, path, settings, verdict, fast, lazy_fixes)
         if done is not None:
             return done
@@ -725,6 +729,45 @@ def gate_allows(source: str, settings: Settings, tree: Optional[ast.Module] = No
     return v is None or _allows(v, settings)
 
 
+class SummaryPhaseGate:
+    """The gate asked in the summary phase (``reflint.project.Project.build``'s ``decide``):
+    for a file the run checks next (``settings_of``: path -> its settings) that the textual
+    pre-filter keeps, the summary parses it whole, and the gate's verdict on that tree is
+    remembered (``reflint.gate.remember``) for the check, which then neither parses again a
+    file the verdict rules out nor asks the gate again (``gate.recall``). The verdict is the
+    one the check would reach: the same text, settings and tree; a module another module's
+    summary makes a candidate (``must_analyse``) is analysed whatever it says."""
+
+    def __init__(self, settings_of: dict):
+        self.settings_of = settings_of
+
+    def _settings(self, path: str) -> Optional[Settings]:
+        s = self.settings_of.get(path)
+        return None if s is None else s.for_path(path)
+
+    def wants(self, text: str, path: str) -> bool:
+        s = self._settings(path)
+        return s is not None and not path.endswith(".ipynb") and \
+            not is_skipped_file(text) and bool(prefilter(s).search(text))
+
+    def __call__(self, text: str, path: str, tree: ast.Module) -> "Optional[gate.Verdict]":
+        return gate_verdict(text, self._settings(path), tree)
+
+    def allows(self, verdict: "gate.Verdict", path: str) -> bool:
+        return _allows(verdict, self._settings(path))
+
+
+def _recalled(path: str, source: str) -> "Optional[gate.Verdict]":
+    g = sys.modules.get("reflint.gate")  # not imported: the summary phase decided nothing
+    return g.recall(path, source) if g is not None else None
+
+
+def _gated(source: str, path: str, settings: Settings) -> FileResult:
+    # The stdlib parser accepted the file, so there is no REF900 to report.
+    return FileResult(path, _noqa_only(source, path, settings), source, skipped=True,
+                      stage="gated")
+
+
 def lint_non_candidate(source: str, path: str, settings: Settings) -> FileResult:
     """A file the pre-filter rules out (``settings`` already resolved for ``path``): no rule
     can fire, so it is not analysed, but it is still checked for syntax errors (REF900) and
@@ -749,6 +792,11 @@ def ruled_out_by_text(source: str, path: str, settings: Settings) -> tuple:
         return FileResult(path, [], source, skipped=True, stage="skipped"), False
     if _project() is not None and _project().must_analyse(path):
         return None, False
+    verdict = _recalled(path, source)
+    if verdict is not None:  # the summary phase's (the pre-filter kept the file)
+        if not _allows(verdict, settings):
+            return _gated(source, path, settings), True
+        return None, True
     if prefilter(settings).search(source):
         return None, True
     if settings.enabled(PARSE_ERROR) and limits.call_deep(

@@ -889,6 +889,26 @@ def keep(source: str, tree: ast.Module) -> None:
         _KEPT_CHARS[0] += len(source)
 
 
+# The gate's verdicts the summary phase reached on the trees it parsed whole (reflint.project,
+# ``decide``), for the check of the same file later in this process or in a child it forks:
+# path -> (hash of the text, Verdict). A file the verdict rules out is then decided without
+# parsing it again; one it lets through is not asked again.
+_DECIDED: dict = {}
+
+
+def remember(path: str, text_hash: int, verdict: Verdict) -> None:
+    _DECIDED[path] = (text_hash, verdict)
+
+
+def recall(path: str, source: str) -> Optional[Verdict]:
+    """The verdict the summary phase reached for ``path`` if it read this very text."""
+    if _DECIDED:
+        got = _DECIDED.get(path)
+        if got is not None and got[0] == hash(source):
+            return got[1]
+    return None
+
+
 def take(source: str) -> Optional[ast.Module]:
     """The tree kept for ``source`` (forgotten here), else ``parse(source)``."""
     if _KEPT:

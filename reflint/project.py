@@ -149,12 +149,19 @@ class Project:
 
     @classmethod
     def build(cls, files: list, read=None, jobs: int = 1, root: str = "",
-              cache=None, share_trees: bool = False) -> "Project":
+              cache=None, share_trees: bool = False, decide=None) -> "Project":
         """Summarize ``files`` (``read(path) -> text``; default: the file on disk). With
         ``cache`` (a ``reflint.cache.Cache``), a file whose bytes are unchanged gets its
         summary from the cache (``read`` must be the default). ``share_trees``: the caller
-        checks the files next, in this process (see ``_summarize_task``)."""
+        checks the files next, in this process (see ``_summarize_task``). ``decide``: the
+        caller checks them next here or in children it forks, and ``decide(text, path,
+        tree)`` is the gate's verdict for a file it checks (``decide.wants(text, path)``: one
+        the textual pre-filter keeps), reached on the tree the summary parses whole and
+        remembered for the check (``reflint.gate.remember``): one parse per file, by
+        whichever process summarizes it."""
         read = read or _read
+        global _DECIDE
+        _DECIDE = decide
         cached: dict = {}
         keys: dict = {}
         todo = files
@@ -167,10 +174,13 @@ class Project:
                 else:
                     cached[f] = got
         tasks = [(f, read) for f in todo]
-        if jobs > 1 and len(todo) > 8 and read is _read:
-            fresh = _parallel(todo, jobs)
-        else:
-            fresh = [_summarize_task(t, share_trees) for t in tasks]
+        try:
+            if jobs > 1 and len(todo) > 8 and read is _read:
+                fresh = _parallel(todo, jobs)
+            else:
+                fresh = [_summarize_task(t, share_trees) for t in tasks]
+        finally:
+            _DECIDE = None
         for f, s in zip(todo, fresh):
             if f in keys:
                 cache.put_summary(keys[f], s)
@@ -939,6 +949,8 @@ def _summarize_task(task, share: bool = False) -> Optional[ModuleSummary]:
         text = read(path)
         if text is None:
             return None
+        if _DECIDE is not None and _DECIDE.wants(text, path):
+            return _decided(text, path, share)
         if not share:
             return summarize(text, path, module_name(path)[1])
 
@@ -957,8 +969,50 @@ def _summarize_task(task, share: bool = False) -> Optional[ModuleSummary]:
         return None
 
 
-def _summarize_path(path: str) -> Optional[ModuleSummary]:
-    return _summarize_task((path, _read))
+_DECIDE = None  # Project.build's ``decide``, while it runs (inherited by forked workers)
+
+
+def _decided(text: str, path: str, share: bool) -> Optional[ModuleSummary]:
+    """The summary of a module the run checks next, from its whole tree, and the gate's
+    verdict on that tree, remembered for the check (``reflint.gate.remember``). ``share``: the
+    check runs in this process (or a child it forks): the tree is kept for it if the verdict
+    lets the file through (reflint.gate.keep)."""
+    import gc
+
+    # As in the check (cli._lint_task): the collector would scan the growing tree again and
+    # again while it is built. The tree is freed (unless kept) before it runs again.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _decide_tree(text, path, share)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _decide_tree(text: str, path: str, share: bool) -> Optional[ModuleSummary]:
+    from . import gate
+
+    tree = gate.parse(text)
+    s = summarize(text, path, module_name(path)[1], whole=lambda: tree, parsed=tree is not None)
+    if tree is not None:
+        verdict = _DECIDE(text, path, tree)
+        if verdict is not None:
+            gate.remember(path, hash(text), verdict)
+            if share and _DECIDE.allows(verdict, path):
+                gate.keep(text, tree)
+    return s
+
+
+def _summarize_path(path: str):
+    """The summary of ``path`` in a worker, with the gate's record of it (see ``_decided``)
+    for the parent to remember."""
+    s = _summarize_task((path, _read))
+    if _DECIDE is None:
+        return s, None
+    from . import gate
+
+    return s, gate._DECIDED.pop(path, None)
 
 
 def _parallel(files: list, jobs: int) -> list:
@@ -968,12 +1022,20 @@ def _parallel(files: list, jobs: int) -> list:
         from .cli import _pool_context
 
         with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context()) as pool:
-            return list(pool.map(_summarize_path, files, chunksize=max(1, len(files) //
-                                                                       (jobs * 8))))
+            got = list(pool.map(_summarize_path, files, chunksize=max(1, len(files) //
+                                                                      (jobs * 8))))
     except (OSError, ImportError, RuntimeError):
-        return [_summarize_path(f) for f in files]
+        got = [_summarize_path(f) for f in files]
     except Exception:  # noqa: BLE001 - a broken pool: summarize here
-        return [_summarize_path(f) for f in files]
+        got = [_summarize_path(f) for f in files]
+    out = []
+    for f, (s, decided) in zip(files, got):
+        if decided is not None:
+            from . import gate
+
+            gate.remember(f, *decided)
+        out.append(s)
+    return out
 
 
 # -- the active project of this process -----------------------------------------------------

@@ -830,18 +830,33 @@ def _imports(tree: ast.Module, s: ModuleSummary) -> None:
         elif isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete)):
             targets = st.targets if isinstance(st, (ast.Assign, ast.Delete)) else [st.target]
             for t in targets:
-                for n in _walk(t):
-                    if isinstance(n, ast.Name):
-                        s.aliases.pop(n.id, None)
+                for name in _target_names(t):
+                    s.aliases.pop(name, None)
+
+
+def _target_names(t) -> list:
+    """The names an assignment (or ``del``) target binds: ``core.x[i] = v`` binds none
+    (``core`` stays the imported module), ``a, *b = v`` binds ``a`` and ``b``."""
+    if type(t) is ast.Name:
+        return [t.id]
+    if type(t) in (ast.Tuple, ast.List):
+        return [n for e in t.elts for n in _target_names(e)]
+    if type(t) is ast.Starred:
+        return _target_names(t.value)
+    return []
 
 
 def summarize(source: str, path: str, module: Optional[str] = None,
-              tree: Optional[ast.Module] = None, whole=None) -> Optional[ModuleSummary]:
+              tree: Optional[ast.Module] = None, whole=None,
+              parsed: bool = False) -> Optional[ModuleSummary]:
     """The summary of one module (None when it does not parse).
 
     ``whole``: a function giving ``ast.parse(source)`` (None if that fails), for a caller
     that parses the whole module anyway (the check that follows): a module spelling an
-    entry point or a ref is then cut from that tree (``_cut_tree``), not parsed again."""
+    entry point or a ref is then cut from that tree (``_cut_tree``), not parsed again.
+    ``parsed``: ``whole`` has its tree already; any other module is read from it too (its
+    top-level imports, also those under ``if``/``try``, and function headers), not from its
+    cut headers (``_headers``)."""
     if module is None:
         module = module_name(path)[1]
     s = ModuleSummary(module, path, is_package=os.path.basename(path) == "__init__.py")
@@ -860,6 +875,9 @@ def summarize(source: str, path: str, module: Optional[str] = None,
                 reduced = tree is not None
             if tree is None and plan is not None:
                 cut = _cut_text(plan)
+        elif parsed:
+            tree = whole()
+            reduced = True
         else:
             cut = _headers(source)
         if cut is not None:

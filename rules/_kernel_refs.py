@@ -40,24 +40,85 @@ def kernel_io(analysis, info) -> Optional[KernelIO]:
     return analysis.cached(("kernel io", id(info)), lambda: _kernel_io(analysis, info))
 
 
-def _kernel_io(analysis, info) -> Optional[KernelIO]:
+def kernel_scratch(analysis, info) -> Optional[tuple]:
+    """The kernel's scratch parameters (the last ref parameters: ``pallas_call`` gives the
+    scratch buffers after the operands and outputs), when every launch says how many and
+    they say the same; None when unknown. Known where ``kernel_io`` is not: the operands,
+    outputs and aliases need not be countable."""
+    return analysis.cached(("kernel scratch", id(info)), lambda: _kernel_scratch(analysis, info))
+
+
+def _kernel_scratch(analysis, info) -> Optional[tuple]:
+    entries = _pallas_call_entries(analysis, info)
+    if entries is None:
+        return None
+    params = analysis.kernel_ref_params(info)
+    counts = {_scratch_count(analysis, launch, entries)
+              for launch in analysis.kernel_launches_of(info)}
+    if len(counts) != 1 or None in counts:
+        return None
+    n = counts.pop()
+    return tuple(params[len(params) - n:]) if 0 < n <= len(params) else ()
+
+
+def _pallas_call_entries(analysis, info) -> Optional[list]:
+    """The kernel's entries, when all are ``pallas_call`` and its parameters are named
+    ones (no ``*args``/``**kwargs``, not a lambda)."""
     entries = analysis.kernel_entries_of(info)
     if not entries or not all(e.api_name == api.PALLAS_CALL for e in entries):
         return None
     if info.is_lambda or any(p.kind in ("vararg", "kwarg") for p in info.params):
+        return None
+    return entries
+
+
+def _scratch_count(analysis, launch, entries) -> Optional[int]:
+    if launch.api_name != api.PALLAS_CALL:
+        return None
+    scope = launch.scope
+    scratch = 0
+    for kw in entries[0].callee.scratch:
+        n = _count_scratch(analysis, launch.kwargs.get(kw), kw, scope)
+        if n is None:
+            return None
+        scratch += n
+    return scratch
+
+
+def _count_scratch(analysis, expr, kw: str, scope) -> Optional[int]:
+    """``_alternatives._count_scratch``, also through a name bound once in the scope the
+    launch reads it from (``scratch_shapes = [...]``, a grid spec's ``scratch_shapes=name``,
+    ``grid_spec = pltpu.PrefetchScalarGridSpec(...)``)."""
+    expr = _bound_value(analysis, expr, scope)
+    if isinstance(expr, cst.Call) and kw != "scratch_shapes":
+        for a in expr.args:
+            if a.keyword is not None and a.keyword.value == "scratch_shapes":
+                return _count_scratch(analysis, a.value, "scratch_shapes", scope)
+    return _alternatives._count_scratch(expr, kw)
+
+
+def _bound_value(analysis, expr, scope):
+    """The value a name is bound to (one plain assignment in its scope), else ``expr``."""
+    if isinstance(expr, cst.Name) and scope is not None:
+        values = analysis.assigned_values(expr.value, scope)
+        if values is not None and len(values) == 1:
+            return values[0]
+    return expr
+
+
+def _kernel_io(analysis, info) -> Optional[KernelIO]:
+    entries = _pallas_call_entries(analysis, info)
+    if entries is None:
         return None
     params = list(analysis.kernel_ref_params(info))
     found = None
     for launch in analysis.kernel_launches_of(info):
         if launch.operands is None or launch.api_name != api.PALLAS_CALL:
             return None
-        n_out = _count_outputs(analysis, launch.kwargs.get("out_shape"))
-        scratch = 0
-        for kw in entries[0].callee.scratch:
-            n = _alternatives._count_scratch(launch.kwargs.get(kw), kw)
-            if n is None:
-                return None
-            scratch += n
+        n_out = _count_outputs(analysis, launch.kwargs.get("out_shape"), launch.scope)
+        scratch = _scratch_count(analysis, launch, entries)
+        if scratch is None:
+            return None
         if n_out is None or launch.operands + n_out + scratch != len(params):
             return None
         aliases = _aliases(launch.kwargs.get("input_output_aliases"))
@@ -73,14 +134,15 @@ def _kernel_io(analysis, info) -> Optional[KernelIO]:
     return found
 
 
-def _count_outputs(analysis, expr) -> Optional[int]:
-    """How many output refs ``out_shape`` gives: a tuple/list literal of structs, one
-    ``ShapeDtypeStruct(...)``, or one Array; None when unknown (a pytree, a name)."""
+def _count_outputs(analysis, expr, scope=None) -> Optional[int]:
+    """How many output refs ``out_shape`` (read in ``scope``) gives: a tuple/list literal of
+    structs, one ``ShapeDtypeStruct(...)``, or one Array, also through a name bound to one;
+    None when unknown (a pytree, a parameter)."""
     if expr is None:
         return None
     if isinstance(expr, (cst.Tuple, cst.List)):
-        if any(isinstance(e, cst.StarredElement) or _count_outputs(analysis, e.value) != 1
-               for e in expr.elements):
+        if any(isinstance(e, cst.StarredElement) or
+               _count_outputs(analysis, e.value, scope) != 1 for e in expr.elements):
             return None
         return len(expr.elements)
     if isinstance(expr, cst.Call):
@@ -91,10 +153,15 @@ def _count_outputs(analysis, expr) -> Optional[int]:
     if isinstance(analysis.value_of(expr), ArrayVal):
         return 1
     if isinstance(expr, cst.Name):
-        # `S = jax.ShapeDtypeStruct(...)` bound once in the module: one output.
-        values = [a.value for a in _assignments(analysis).get(expr.value, ())]
-        if len(values) == 1 and not isinstance(values[0], cst.Name):
-            return _count_outputs(analysis, values[0])
+        # `S = jax.ShapeDtypeStruct(...)` in the scope the launch reads `S` from (else bound
+        # once in the module): one output.
+        values = analysis.assigned_values(expr.value, scope) if scope is not None else None
+        if values is None:
+            values = [a.value for a in _assignments(analysis).get(expr.value, ())]
+        counts = {_count_outputs(analysis, v) if not isinstance(v, cst.Name) else None
+                  for v in values}
+        if len(counts) == 1:
+            return counts.pop()
     return None
 
 

@@ -4,7 +4,7 @@ from reflint._lazy import lazy
 from reflint.rule import Finding, Rule
 
 from ._common import REF_EVIDENCE
-from ._kernel_refs import item_writes, kernel_io, name_uses
+from ._kernel_refs import item_writes, kernel_io, kernel_scratch, name_uses
 
 cst = lazy("reflint.nodes")
 
@@ -67,12 +67,16 @@ class AccumulatedWithoutInit(Rule):
     No fix: where the initialisation goes (which grid axis, which value) is the author's call.
 
     ## Known limits
-    Only `pl.pallas_call` kernels whose every launch the analysis sees are checked: positional
-    operands, an `out_shape` it can count (a `ShapeDtypeStruct`, an Array or a literal tuple of
-    them), a countable `scratch_shapes`, a literal `input_output_aliases`, and as many ref
-    parameters as operands, outputs and scratch buffers together. Any other write of the ref,
-    however conditional, counts as an initialisation (the rule does not check that the
-    condition selects the first visit), and so does handing the ref to any function.
+    Only `pl.pallas_call` kernels whose every launch the analysis sees are checked. Its
+    scratch refs (the last parameters) need only a countable `scratch_shapes` (a list, or a
+    name bound once to one, also in a grid spec); its outputs also need positional operands,
+    an `out_shape` it can count (a `ShapeDtypeStruct`, an Array or a literal tuple of them,
+    also through a name the launching function binds), a literal `input_output_aliases`, and
+    as many ref parameters as operands, outputs and scratch buffers together. Any other write
+    of the ref, however conditional, counts as an initialisation (the rule does not check
+    that the condition selects the first visit), and so does handing the ref to any function
+    (an accumulation in a helper the kernel calls is not followed); `emit_pipeline` bodies
+    and Mosaic GPU kernels are not checked.
 
     ## JAX versions
     Every version: JAX accepts the kernel silently (0.10.2 and 0.12.0.1 under
@@ -92,11 +96,15 @@ class AccumulatedWithoutInit(Rule):
     def check(self, analysis):
         for info in analysis.kernel_functions():
             io = kernel_io(analysis, info)
-            if io is None:
-                continue
-            for k, name in enumerate(io.outputs + io.scratch):
-                is_output = k < len(io.outputs)
-                if is_output and k in io.aliased_outputs:
+            if io is not None:
+                outputs, scratch, aliased = io.outputs, io.scratch, io.aliased_outputs
+            else:  # the outputs unknown (a pytree out_shape, aliases in a variable...)
+                outputs, scratch, aliased = (), kernel_scratch(analysis, info), ()
+                if not scratch:
+                    continue
+            for k, name in enumerate(outputs + scratch):
+                is_output = k < len(outputs)
+                if is_output and k in aliased:
                     continue
                 if "augstore" not in item_writes(analysis).get(name, ()):
                     continue  # no `name[...] += ...` anywhere in the module

@@ -51,6 +51,59 @@ def test_planted_bugs_in_given_directories():
     assert found / len(plants) >= THRESHOLD, f"{found}/{len(plants)}\n{detail}"
 
 
+@pytest.mark.slow
+def test_planted_missing_initialisations_in_the_installed_pallas_kernels():
+    """tests/refs_planted.py's ``init`` kind on the installed jax's kernels: the
+    ``@pl.when`` initialisation of an accumulator dropped. The scratch accumulators of
+    flash attention's backward kernels and of megablox's gmm (outputs not countable: a
+    pytree ``out_shape``, aliases in a variable, ``scratch_shapes`` a name) are found."""
+    import refs_planted
+
+    got = refs_planted.measure(pallas_planted.installed_kernel_files())
+    found, n, misses = got["init"]
+    assert n >= 4, n
+    missed = {(os.path.basename(m.path), m.snippet.split("[")[0]) for m in misses}
+    for expected in [("flash_attention.py", "dk_scratch_ref"),
+                     ("flash_attention.py", "dv_scratch_ref"), ("gmm.py", "acc_scratch")]:
+        assert expected not in missed, missed
+    assert found >= 3, (found, n, missed)
+
+
+def test_planted_refs_outside_kernels():
+    """refs_planted.py plants each kind once where the syntax says it applies."""
+    import refs_planted
+
+    src = ("import jax\nimport jax.numpy as jnp\nfrom jax.experimental import pallas as pl\n\n"
+           "@jax.jit\n"
+           "def f(x):\n"
+           "    r = jax.new_ref(x)\n"
+           "    r[...] = jnp.sin(r[...]) + 1\n"
+           "    return r[...]\n\n"
+           "def g(x):\n"
+           "    a = jax.new_ref(x)\n"
+           "    b = jax.new_ref(x)\n"
+           "    h(a, b)\n"
+           "    return a[...]\n\n"
+           "@jax.jit\n"
+           "def h(p, q):\n"
+           "    p[...] += q[...]\n\n"
+           "def kernel(x_ref, o_ref):\n"
+           "    @pl.when(pl.program_id(0) == 0)\n"
+           "    def _():\n"
+           "        o_ref[...] = jnp.zeros_like(o_ref)\n"
+           "    o_ref[...] += x_ref[...]\n")
+    plants = refs_planted.find_plants("m.py", src)
+    assert sorted((p.kind, p.line, p.snippet) for p in plants) == [
+        ("init", 25, "o_ref[...] = jnp.zeros_like(o_ref)"),
+        ("read", 8, "r[...]"),
+        ("return", 9, "r[...]"),
+        ("twice", 14, "b"),
+    ]
+    for p in plants:
+        compile(p.source, "m.py", "exec")
+        assert p.source.count("\n") == src.count("\n")
+
+
 def test_planting_drops_exactly_one_read():
     src = ("import jax.numpy as jnp\n\n"
            "def kernel(x_ref, y_ref, o_ref):\n"

@@ -256,3 +256,186 @@ def test_no_whole_parse_without_room_to_keep_it(tmp_path, monkeypatch):
     monkeypatch.setattr(gate, "KEEP_MAX_CHARS", len(KERNEL))
     project.Project.build([str(tmp_path / "k.py")], share_trees=True)
     assert calls == [KERNEL] and list(gate._KEPT) == [KERNEL]
+
+
+# -- the gate's verdict, reached in the summary phase ------------------------------------------
+
+# The textual pre-filter keeps it (a transform, a store method); the gate rules it out (the
+# append is outside any trace).
+TRACED_ONLY = """\
+import jax
+
+out = []
+
+
+@jax.jit
+def f(x):
+    return x + 1
+
+
+def g(x):
+    out.append(x)
+"""
+
+
+def _counting(monkeypatch, module, name: str) -> list:
+    calls = []
+    real = getattr(module, name)
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
+
+def test_a_gated_file_is_parsed_and_asked_once(tmp_path, monkeypatch, capsys):
+    """A file the textual pre-filter keeps and the gate rules out: the summary phase parses
+    it whole and asks the gate; the check takes that verdict (no parse, no second walk)."""
+    from reflint import engine
+
+    (tmp_path / "t.py").write_text(TRACED_ONLY)
+    (tmp_path / "k.py").write_text(KERNEL)
+    monkeypatch.setenv("REFLINT_ISOLATE", "0")
+    monkeypatch.setattr(gate, "_DECIDED", {})
+    monkeypatch.setattr(gate, "_KEPT", {})
+    monkeypatch.setattr(gate, "_KEPT_CHARS", [0])
+    parses = _parses_of(monkeypatch, TRACED_ONLY)
+    asked = _counting(monkeypatch, engine, "gate_verdict")
+    from reflint._lazy import lazy
+
+    proxy = lazy("reflint.gate")  # the engine's name for the module (a copy of its namespace)
+    assert proxy.take is gate.take
+    taken = _counting(monkeypatch, proxy, "take")  # the check's tree
+    assert cli.main(["check", "--no-cache", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "k.py:6:" in out and "t.py" not in out
+    assert len(parses) == 1
+    assert asked.count(TRACED_ONLY) == 1 and asked.count(KERNEL) == 1
+    assert taken == [KERNEL]  # t.py was decided without its tree
+    assert gate._KEPT == {}  # the kernel's tree taken by the check; t.py's never kept
+
+
+def test_the_summary_phase_verdicts_change_no_finding(tmp_path, monkeypatch, capsys):
+    """Every fixture, checked as one project, with and without the summary phase's verdicts
+    (then the check asks the gate itself): the same findings."""
+    from reflint import engine
+
+    monkeypatch.setenv("REFLINT_ISOLATE", "0")
+    fixtures = os.path.join(ROOT, "tests", "fixtures")
+    cli.main(["check", "--no-cache", "-j", "1", "--exit-zero", fixtures])
+    decided = capsys.readouterr().out
+    monkeypatch.setattr(engine.SummaryPhaseGate, "wants", lambda self, text, path: False)
+    cli.main(["check", "--no-cache", "-j", "1", "--exit-zero", fixtures])
+    assert capsys.readouterr().out == decided
+    assert decided.count("REF0") > 300
+
+
+def test_a_verdict_is_not_taken_for_another_text(tmp_path, monkeypatch):
+    """The verdict is the summary phase's on the text it read: a file changed since (an
+    editor saving between the phases) is asked again."""
+    from reflint import engine
+    from reflint.settings import Settings
+
+    path = str(tmp_path / "k.py")
+    monkeypatch.setattr(gate, "_DECIDED", {})
+    nothing = gate.Verdict()  # rules every rule out
+    gate.remember(path, hash(TRACED_ONLY), nothing)
+    assert gate.recall(path, TRACED_ONLY) is nothing
+    assert gate.recall(path, KERNEL) is None
+    assert [d.code for d in engine.lint_source(KERNEL, path, Settings()).diagnostics] == \
+        ["REF007"]
+    gate.remember(path, hash(KERNEL), nothing)  # a wrong verdict for this text: believed
+    assert engine.lint_source(KERNEL, path, Settings()).stage == "gated"
+
+
+def test_verdicts_reached_in_workers_reach_the_check(tmp_path, monkeypatch):
+    """``-j 2``: the summary phase runs in worker processes; their verdicts come back with
+    the summaries and are remembered here, where the check's workers are forked."""
+    from reflint import engine, project
+    from reflint.settings import Settings
+
+    paths = []
+    for i in range(12):
+        p = tmp_path / f"m{i}.py"
+        p.write_text(TRACED_ONLY if i % 2 else f"x{i} = {i}\n")
+        paths.append(str(p))
+    monkeypatch.setattr(gate, "_DECIDED", {})
+    s = Settings()
+    project.Project.build(paths, jobs=2, decide=engine.SummaryPhaseGate({p: s for p in paths}))
+    assert sorted(gate._DECIDED) == sorted(paths[1::2])  # the pre-filter's candidates
+    assert not any(v for _, v in gate._DECIDED.values())  # all ruled out
+    assert project._DECIDE is None
+
+
+HEADERS_ONLY = """\
+import os
+from lib import a, b
+from lib import core
+
+try:
+    from fast import c
+except ImportError:
+    c = None
+
+core.table[a] = b  # an item of core's: core is still the module
+del os  # a comment after the del
+x, *rest = 1, 2
+
+
+def f(y):
+    return a(y)
+"""
+
+
+def test_a_module_read_from_its_whole_tree():
+    """A module spelling neither an API nor a ref, summarized from the tree the check parses
+    anyway (``parsed``) rather than from its cut headers: every top-level import, also under
+    ``try``, and a name rebound only by a real binding."""
+    tree = ast.parse(HEADERS_ONLY)
+    s = summary.summarize(HEADERS_ONLY, "m.py", "m", whole=lambda: tree, parsed=True)
+    assert s.aliases == {"a": "lib.a", "b": "lib.b", "core": "lib.core"}
+    assert list(s.functions) == ["f"] and not s.complete
+
+
+def test_whole_tree_summaries_of_installed_modules():
+    """Over the installed sources: a module without an API's or a ref's name summarized from
+    its whole tree has the functions, classes and (but for imports the cut headers cannot
+    see) the aliases of the one summarized from its cut headers."""
+    compared = 0
+    for path, source in installed_sources():
+        if summary.has_api_words(source) or summary.has_ref_words(source):
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        cut = summary.summarize(source, path, "m")
+        whole = summary.summarize(source, path, "m", whole=lambda: tree, parsed=True)
+        compared += 1
+        assert whole.functions == cut.functions, path
+        assert whole.classes == cut.classes, path
+        assert (whole.forwards, whole.uses, whole.calls) == (cut.forwards, cut.uses, cut.calls)
+        differ = {k for k in cut.aliases.keys() | whole.aliases.keys()
+                  if cut.aliases.get(k) != whole.aliases.get(k)}
+        assert differ <= _nested_bindings(tree), (path, differ - _nested_bindings(tree))
+    assert compared > 300
+
+
+def _nested_bindings(tree) -> set:
+    """Names a module's cut headers may get wrong: imported or bound under a top-level
+    ``if``/``try``, or deleted by a ``del`` (whose line may end in a comment)."""
+    out = set()
+    for st in tree.body:
+        nested = isinstance(st, (ast.If, ast.Try))
+        for n in ast.walk(st) if nested else [st]:
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                out.update((a.asname or a.name).split(".")[0] for a in n.names)
+            elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+            elif isinstance(n, ast.Delete):
+                out.update(t.id for t in n.targets if isinstance(t, ast.Name))
+            elif isinstance(n, (ast.FunctionDef, ast.ClassDef)) and nested:
+                out.add(n.name)
+    return out

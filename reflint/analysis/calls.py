@@ -557,7 +557,7 @@ class CallsMixin:
                 n = None if any(a.star for a, _ in args) else \
                     sum(1 for a, _ in args if a.keyword is None)
                 self._sink.add(KernelLaunch(targets, fv.api_name, node, n,
-                                            fv.kwargs or {}))
+                                            fv.kwargs or {}, self._func))
             return None
         return None
 

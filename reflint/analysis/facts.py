@@ -345,6 +345,7 @@ class KernelLaunch:
     node: cst.Call  # the call with the operands
     operands: Optional[int]  # how many positional operands (None: a starred argument)
     kwargs: dict  # the API's keyword arguments (name -> expression)
+    scope: Optional[FunctionInfo] = None  # the function (or module) calling the launcher
 
 
 @record(eq=False)

@@ -306,6 +306,23 @@ class QueriesMixin:
             scope = scope.parent
         return None
 
+    def assigned_values(self, name: str, info: FunctionInfo) -> Optional[list]:
+        """The values plain assignments bind ``name`` to in the scope a use of it in
+        ``info`` reads (``info`` itself, an enclosing function or the module): None when that
+        scope binds it another way too (a parameter, a loop, an import...) or it resolves to
+        no scope of the module."""
+        scope = info
+        if not info.is_module and (info.param(name) is not None or
+                                   name not in info.summary or
+                                   name in self.declarations(info)):
+            if info.param(name) is not None:
+                return None
+            scope = self.free_name_scope(name, info)
+            if scope is None:
+                return None
+        values = self._scope_bindings(scope).get(name)
+        return list(values) if values else None
+
     def is_python_container(self, name: str, scope: FunctionInfo) -> bool:
         """True if every binding of ``name`` directly in ``scope`` binds a new Python list,
         dict or set (a display, a comprehension, ``list()``/``dict()``/``set()`` or a
