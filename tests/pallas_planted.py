@@ -148,13 +148,37 @@ def _param_names(func) -> set:
     return out
 
 
-def find_plants(path: str, source: str) -> list:
-    """Every planted bug of one module (an empty list when it does not parse)."""
+def array_use(node, parents: dict, modules: dict) -> bool:
+    """Whether the read ``node`` is used as an Array value: an operand of an arithmetic,
+    comparison or unary operator, an argument of an array module's function, the receiver of
+    an Array-only method."""
+    parent = parents.get(node)
+    if isinstance(parent, (ast.BinOp, ast.Compare)):
+        return True
+    if isinstance(parent, ast.UnaryOp):
+        return not isinstance(parent.op, ast.Not)
+    if isinstance(parent, ast.Call) and node in parent.args:
+        return _array_call(parent, modules, node)
+    if isinstance(parent, ast.Attribute) and parent.value is node:
+        grand = parents.get(parent)
+        return parent.attr in _ARRAY_METHODS and (
+            parent.attr in ("real", "imag", "mT") or
+            (isinstance(grand, ast.Call) and grand.func is parent))
+    return False
+
+
+def parsed(source: str):
+    """(tree, array modules, node -> parent, lines, line offsets) of ``source``; None when it
+    does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return []
-    modules = _array_modules(tree)
+        return None
+    return (tree, _array_modules(tree), *parents_and_lines(tree, source))
+
+
+def parents_and_lines(tree, source: str) -> tuple:
+    """(node -> its parent, the source's lines, each line's offset in the source)."""
     parents = {}
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
@@ -163,26 +187,21 @@ def find_plants(path: str, source: str) -> list:
     offsets = [0]
     for ln in lines:
         offsets.append(offsets[-1] + len(ln))
+    return parents, lines, offsets
+
+
+def find_plants(path: str, source: str) -> list:
+    """Every planted bug of one module (an empty list when it does not parse)."""
+    got = parsed(source)
+    if got is None:
+        return []
+    tree, modules, parents, lines, offsets = got
     plants = []
     for node in ast.walk(tree):
         if not _is_ref_read(node):
             continue
         parent = parents.get(node)
-        use = False
-        if isinstance(parent, ast.BinOp):
-            use = True
-        elif isinstance(parent, ast.UnaryOp) and not isinstance(parent.op, ast.Not):
-            use = True
-        elif isinstance(parent, ast.Compare):
-            use = True
-        elif isinstance(parent, ast.Call) and node in parent.args:
-            use = _array_call(parent, modules, node)
-        elif isinstance(parent, ast.Attribute) and parent.value is node:
-            grand = parents.get(parent)
-            use = parent.attr in _ARRAY_METHODS and (
-                parent.attr in ("real", "imag", "mT") or
-                (isinstance(grand, ast.Call) and grand.func is parent))
-        if not use:
+        if not array_use(node, parents, modules):
             continue
         # The name must be a local of an enclosing function (a kernel's ref, not a global).
         f = parent

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pallas_planted import (_ARRAY_METHODS, _array_call, _array_modules, _col,  # noqa: E402
-                            _dotted, python_files, read_source)
+from pallas_planted import (_col, _dotted, array_use, parsed, python_files,  # noqa: E402
+                            read_source)
 
 CONSTRUCTORS = ("new_ref", "array_ref", "mutable_array", "empty_ref")
 EXPECTED = {"read": "REF007", "return": "REF001", "twice": "REF002", "init": "REF028"}
@@ -64,9 +64,11 @@ def _created_refs(func) -> set:
     return {n for n in made if counts.get(n) == 1}
 
 
-def _own_nodes(func):
-    """The nodes of ``func``'s body, not those of nested functions or classes."""
-    todo = list(func.body)
+def _own_nodes(scope, defs: bool = False):
+    """The statements of ``scope``'s body and the nodes below them, not descending into a
+    function, lambda or class nested below a statement (a def that is itself a statement of
+    the body is walked); with ``defs``, those nested functions are yielded too."""
+    todo = list(scope.body)
     while todo:
         node = todo.pop()
         yield node
@@ -74,6 +76,8 @@ def _own_nodes(func):
             if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
                                       ast.ClassDef)):
                 todo.append(child)
+            elif defs and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield child
 
 
 def _jitted(tree) -> dict:
@@ -83,7 +87,7 @@ def _jitted(tree) -> dict:
     scopes = [tree] + [n for n in ast.walk(tree)
                        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     for scope in scopes:
-        own = list(_own_nodes(scope)) if scope is not tree else list(_module_nodes(tree))
+        own = list(_own_nodes(scope, defs=scope is tree))
         defs = {n.name: n for n in own if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         for d in defs.values():
             for dec in d.decorator_list:
@@ -95,19 +99,6 @@ def _jitted(tree) -> dict:
                     isinstance(n.args[0], ast.Name) and n.args[0].id in defs:
                 out[id(defs[n.args[0].id])] = defs
     return out
-
-
-def _module_nodes(tree):
-    todo = list(tree.body)
-    while todo:
-        node = todo.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                      ast.ClassDef)):
-                todo.append(child)
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield child
 
 
 def _calls_jitted(name: str, caller, module_defs: dict, jitted: dict) -> bool:
@@ -136,22 +127,13 @@ def _span(source, offsets, lines, node) -> tuple:
 
 
 def find_plants(path: str, source: str) -> list:
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    got = parsed(source)
+    if got is None:
         return []
-    modules = _array_modules(tree)
+    tree, modules, parents, lines, offsets = got
     jitted = _jitted(tree)
     module_defs = {n.name: n for n in tree.body
                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    parents = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-    lines = source.splitlines(keepends=True)
-    offsets = [0]
-    for ln in lines:
-        offsets.append(offsets[-1] + len(ln))
     plants = []
 
     def plant(kind, node, new_text):
@@ -168,7 +150,7 @@ def find_plants(path: str, source: str) -> list:
         if not refs:
             continue
         for node in _own_nodes(func):
-            if _is_read(node, refs) and _array_use(node, parents, modules):
+            if _is_read(node, refs) and array_use(node, parents, modules):
                 plant("read", node, node.value.id)
             elif isinstance(node, ast.Return) and id(func) in jitted and node.value is not None:
                 values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
@@ -228,22 +210,6 @@ def _init_plants(func, source, offsets, lines) -> list:
             new = source[:start] + "pass" + source[end:]
             out.append((accumulated[name], new, source[start:end]))
     return out
-
-
-def _array_use(node, parents: dict, modules: dict) -> bool:
-    parent = parents.get(node)
-    if isinstance(parent, (ast.BinOp, ast.Compare)):
-        return True
-    if isinstance(parent, ast.UnaryOp):
-        return not isinstance(parent.op, ast.Not)
-    if isinstance(parent, ast.Call) and node in parent.args:
-        return _array_call(parent, modules, node)
-    if isinstance(parent, ast.Attribute) and parent.value is node:
-        grand = parents.get(parent)
-        return parent.attr in _ARRAY_METHODS and (
-            parent.attr in ("real", "imag", "mT") or
-            (isinstance(grand, ast.Call) and grand.func is parent))
-    return False
 
 
 def measure(files) -> dict:
