@@ -98,8 +98,14 @@ def _from_requirements(lines, where: str) -> Optional[tuple]:
 def _from_pyproject(path: str) -> Optional[tuple]:
     try:
         with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+            raw = fh.read()
+    except OSError:
+        return None
+    if b"dependencies" not in raw:
+        return None  # no requirement to read: TOML's parser (and its import) not needed
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     project = data.get("project")
     if isinstance(project, dict) and isinstance(project.get("dependencies"), list):

@@ -67,6 +67,20 @@ def test_declared_in_requirements_txt(tmp_path):
     assert "requirements.txt" in why
 
 
+def test_a_pyproject_without_dependencies_is_not_parsed(tmp_path, monkeypatch):
+    """A pyproject.toml that declares no dependencies (JAX's own: tool settings only) is not
+    given to the TOML parser; the requirements files next to it still count."""
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\nfilterwarnings = ["x"]\n')
+    (tmp_path / "requirements.txt").write_text("jax>=0.9.0\n")
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(jaxversion.tomllib, "loads", no_parse)
+    version, why = jaxversion.infer(str(tmp_path))
+    assert version == (0, 9, 0) and "requirements.txt" in why
+
+
 def test_declared_in_poetry(tmp_path):
     (tmp_path / "pyproject.toml").write_text(
         '[tool.poetry.dependencies]\npython = "^3.11"\njax = { version = "^0.10.2" }\n')
