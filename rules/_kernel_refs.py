@@ -61,6 +61,61 @@ def _kernel_scratch(analysis, info) -> Optional[tuple]:
     return tuple(params[len(params) - n:]) if 0 < n <= len(params) else ()
 
 
+def pipeline_io(analysis, info) -> Optional[KernelIO]:
+    """The block parameters of a TPU ``emit_pipeline`` body (``body(*in_blocks,
+    *out_blocks, *scratches)``), when every launch of the pipeline counts its ``in_specs``
+    and ``out_specs`` (a ``BlockSpec`` or a literal list of them, also through a name bound
+    once in the launching scope) the same; None otherwise. An output block is copied out
+    after the step, never in: it starts uninitialised as a kernel's output does."""
+    return analysis.cached(("pipeline io", id(info)), lambda: _pipeline_io(analysis, info))
+
+
+def _pipeline_io(analysis, info) -> Optional[KernelIO]:
+    entries = analysis.kernel_entries_of(info)
+    if not entries or not all(e.api_name == api.EMIT_PIPELINE for e in entries):
+        return None
+    if info.is_lambda or any(p.kind in ("vararg", "kwarg") for p in info.params):
+        return None
+    params = analysis.kernel_ref_params(info)
+    counts = set()
+    for launch in analysis.kernel_launches_of(info):
+        if launch.api_name != api.EMIT_PIPELINE:
+            return None
+        counts.add((_count_specs(analysis, launch.kwargs.get("in_specs"), launch.scope),
+                    _count_specs(analysis, launch.kwargs.get("out_specs"), launch.scope)))
+    if len(counts) != 1:
+        return None
+    n_in, n_out = counts.pop()
+    if n_in is None or n_out is None or n_in + n_out > len(params):
+        return None
+    return KernelIO(tuple(params[:n_in]), tuple(params[n_in:n_in + n_out]),
+                    tuple(params[n_in + n_out:]), frozenset(), frozenset())
+
+
+def _count_specs(analysis, expr, scope) -> Optional[int]:
+    """How many blocks ``in_specs`` / ``out_specs`` give: none when absent, one for a
+    ``BlockSpec(...)``, the length of a list or tuple of them; None for anything else (a
+    pytree, a spec built elsewhere)."""
+    if expr is None:
+        return 0
+    expr = _bound_value(analysis, expr, scope)
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        if all(isinstance(e, cst.Element) and
+               _is_block_spec(_bound_value(analysis, e.value, scope)) for e in expr.elements):
+            return len(expr.elements)
+        return None
+    return 1 if _is_block_spec(expr) else None
+
+
+def _is_block_spec(expr) -> bool:
+    if not isinstance(expr, cst.Call):
+        return False
+    f = expr.func
+    name = f.attr.value if isinstance(f, cst.Attribute) else \
+        f.value if isinstance(f, cst.Name) else ""
+    return name == "BlockSpec"
+
+
 def _pallas_call_entries(analysis, info) -> Optional[list]:
     """The kernel's entries, when all are ``pallas_call`` and its parameters are named
     ones (no ``*args``/``**kwargs``, not a lambda)."""

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+from reflint import api
 from reflint._lazy import lazy
 from reflint.rule import Finding, Rule
 
 from ._common import REF_EVIDENCE
-from ._kernel_refs import item_writes, kernel_io, kernel_scratch, name_uses
+from ._kernel_refs import item_writes, kernel_io, kernel_scratch, name_uses, pipeline_io
 
 cst = lazy("reflint.nodes")
 
@@ -17,7 +18,8 @@ class AccumulatedWithoutInit(Rule):
     `o_ref` is an output or scratch ref of the kernel and the kernel never writes it otherwise:
     no `o_ref[...] = ...` anywhere in the kernel (a `@pl.when(pl.program_id(k) == 0)` body
     included), the ref is not handed to anything (a DMA, a helper), and the output is not
-    aliased to an input (`input_output_aliases`).
+    aliased to an input (`input_output_aliases`). Also in the body of a TPU
+    `pltpu.emit_pipeline`, for its output blocks (copied out after each step, never in).
 
     ## Why is this bad?
     An output block (and a scratch buffer) starts uninitialised: Pallas does not copy the
@@ -75,8 +77,9 @@ class AccumulatedWithoutInit(Rule):
     as many ref parameters as operands, outputs and scratch buffers together. Any other write
     of the ref, however conditional, counts as an initialisation (the rule does not check
     that the condition selects the first visit), and so does handing the ref to any function
-    (an accumulation in a helper the kernel calls is not followed); `emit_pipeline` bodies
-    and Mosaic GPU kernels are not checked.
+    (an accumulation in a helper the kernel calls is not followed). A pipeline body is
+    checked when its `in_specs` and `out_specs` are `BlockSpec`s the analysis can count;
+    Mosaic GPU kernels are not checked.
 
     ## JAX versions
     Every version: JAX accepts the kernel silently (0.10.2 and 0.12.0.1 under
@@ -95,13 +98,15 @@ class AccumulatedWithoutInit(Rule):
 
     def check(self, analysis):
         for info in analysis.kernel_functions():
-            io = kernel_io(analysis, info)
+            io = kernel_io(analysis, info) or pipeline_io(analysis, info)
             if io is not None:
                 outputs, scratch, aliased = io.outputs, io.scratch, io.aliased_outputs
             else:  # the outputs unknown (a pytree out_shape, aliases in a variable...)
                 outputs, scratch, aliased = (), kernel_scratch(analysis, info), ()
                 if not scratch:
                     continue
+            what_fn = "Pallas pipeline body" if analysis.kernel_entries_of(info)[0].api_name \
+                == api.EMIT_PIPELINE else "Pallas kernel"
             for k, name in enumerate(outputs + scratch):
                 is_output = k < len(outputs)
                 if is_output and k in aliased:
@@ -116,7 +121,7 @@ class AccumulatedWithoutInit(Rule):
                 what = "output" if is_output else "scratch"
                 yield Finding(
                     stmt.target,
-                    f"{name} is {'an' if is_output else 'a'} {what} ref of the Pallas kernel "
+                    f"{name} is {'an' if is_output else 'a'} {what} ref of the {what_fn} "
                     f"{info.name} updated with `{_op(stmt)}` but never initialised: its "
                     f"buffer starts uninitialised, so the result is garbage (NaN under "
                     f"interpret=True); write it first, e.g. under "
