@@ -740,10 +740,13 @@ class SummaryPhaseGate:
 
     def __init__(self, settings_of: dict):
         self.settings_of = settings_of
+        self._resolved: dict = {}  # path -> its settings with per-file-ignores applied
 
     def _settings(self, path: str) -> Optional[Settings]:
-        s = self.settings_of.get(path)
-        return None if s is None else s.for_path(path)
+        s = self._resolved.get(path)
+        if s is None and path in self.settings_of:
+            s = self._resolved[path] = self.settings_of[path].for_path(path)
+        return s
 
     def wants(self, text: str, path: str) -> bool:
         s = self._settings(path)

@@ -900,6 +900,12 @@ def remember(path: str, text_hash: int, verdict: Verdict) -> None:
     _DECIDED[path] = (text_hash, verdict)
 
 
+def forget(path: str) -> Optional[tuple]:
+    """(hash of the text, Verdict) remembered for ``path``, removed (a worker's, sent to its
+    parent)."""
+    return _DECIDED.pop(path, None)
+
+
 def recall(path: str, source: str) -> Optional[Verdict]:
     """The verdict the summary phase reached for ``path`` if it read this very text."""
     if _DECIDED:

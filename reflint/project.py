@@ -1012,7 +1012,7 @@ def _summarize_path(path: str):
         return s, None
     from . import gate
 
-    return s, gate._DECIDED.pop(path, None)
+    return s, gate.forget(path)
 
 
 def _parallel(files: list, jobs: int) -> list:
@@ -1028,14 +1028,12 @@ def _parallel(files: list, jobs: int) -> list:
         got = [_summarize_path(f) for f in files]
     except Exception:  # noqa: BLE001 - a broken pool: summarize here
         got = [_summarize_path(f) for f in files]
-    out = []
-    for f, (s, decided) in zip(files, got):
-        if decided is not None:
-            from . import gate
+    from . import gate
 
+    for f, (_, decided) in zip(files, got):
+        if decided is not None:
             gate.remember(f, *decided)
-        out.append(s)
-    return out
+    return [s for s, _ in got]
 
 
 # -- the active project of this process -----------------------------------------------------

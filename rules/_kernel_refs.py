@@ -133,27 +133,17 @@ def _scratch_count(analysis, launch, entries) -> Optional[int]:
     scope = launch.scope
     scratch = 0
     for kw in entries[0].callee.scratch:
-        n = _count_scratch(analysis, launch.kwargs.get(kw), kw, scope)
+        n = _alternatives._count_scratch(launch.kwargs.get(kw), kw,
+                                         lambda e: _bound_value(analysis, e, scope))
         if n is None:
             return None
         scratch += n
     return scratch
 
 
-def _count_scratch(analysis, expr, kw: str, scope) -> Optional[int]:
-    """``_alternatives._count_scratch``, also through a name bound once in the scope the
-    launch reads it from (``scratch_shapes = [...]``, a grid spec's ``scratch_shapes=name``,
-    ``grid_spec = pltpu.PrefetchScalarGridSpec(...)``)."""
-    expr = _bound_value(analysis, expr, scope)
-    if isinstance(expr, cst.Call) and kw != "scratch_shapes":
-        for a in expr.args:
-            if a.keyword is not None and a.keyword.value == "scratch_shapes":
-                return _count_scratch(analysis, a.value, "scratch_shapes", scope)
-    return _alternatives._count_scratch(expr, kw)
-
-
 def _bound_value(analysis, expr, scope):
-    """The value a name is bound to (one plain assignment in its scope), else ``expr``."""
+    """The value a name is bound to (one plain assignment in the scope ``scope`` reads it
+    from, ``grid_spec = pltpu.PrefetchScalarGridSpec(...)``), else ``expr``."""
     if isinstance(expr, cst.Name) and scope is not None:
         values = analysis.assigned_values(expr.value, scope)
         if values is not None and len(values) == 1:
@@ -210,9 +200,10 @@ def _count_outputs(analysis, expr, scope=None) -> Optional[int]:
     if isinstance(expr, cst.Name):
         # `S = jax.ShapeDtypeStruct(...)` in the scope the launch reads `S` from (else bound
         # once in the module): one output.
-        values = analysis.assigned_values(expr.value, scope) if scope is not None else None
-        if values is None:
-            values = [a.value for a in _assignments(analysis).get(expr.value, ())]
+        values = analysis.assigned_values(expr.value, scope) if scope is not None else \
+            [a.value for a in _assignments(analysis).get(expr.value, ())]
+        if not values:
+            return None
         counts = {_count_outputs(analysis, v) if not isinstance(v, cst.Name) else None
                   for v in values}
         if len(counts) == 1:

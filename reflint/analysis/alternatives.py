@@ -114,12 +114,15 @@ def _element_of(value: Optional[Value]) -> Optional[Value]:
     return None
 
 
-def _count_scratch(expr, kw: str) -> Optional[int]:
+def _count_scratch(expr, kw: str, resolve=None) -> Optional[int]:
     """How many scratch buffers a launcher keyword gives: ``scratch_shapes=[a, b]`` -> 2,
     absent -> 0, a grid spec call -> its own ``scratch_shapes`` (0 without one); None when
-    unknown."""
+    unknown. ``resolve(expr)``: the value a name stands for (else ``expr`` itself), for the
+    keyword's value and the grid spec's ``scratch_shapes``."""
     if expr is None:
         return 0
+    if resolve is not None:
+        expr = resolve(expr)
     if isinstance(expr, (cst.List, cst.Tuple)):
         if any(isinstance(e, cst.StarredElement) for e in expr.elements):
             return None
@@ -127,7 +130,7 @@ def _count_scratch(expr, kw: str) -> Optional[int]:
     if isinstance(expr, cst.Call) and kw != "scratch_shapes":
         for a in expr.args:
             if a.keyword is not None and a.keyword.value == "scratch_shapes":
-                return _count_scratch(a.value, "scratch_shapes")
+                return _count_scratch(a.value, "scratch_shapes", resolve)
         if any(a.star or a.keyword is None for a in expr.args):
             return None  # scratch_shapes may be given by position
         return 0

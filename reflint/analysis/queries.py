@@ -312,14 +312,13 @@ class QueriesMixin:
         scope binds it another way too (a parameter, a loop, an import...) or it resolves to
         no scope of the module."""
         scope = info
-        if not info.is_module and (info.param(name) is not None or
-                                   name not in info.summary or
-                                   name in self.declarations(info)):
+        if not info.is_module:
             if info.param(name) is not None:
                 return None
-            scope = self.free_name_scope(name, info)
-            if scope is None:
-                return None
+            if name not in info.summary or name in self.declarations(info):
+                scope = self.free_name_scope(name, info)
+                if scope is None:
+                    return None
         values = self._scope_bindings(scope).get(name)
         return list(values) if values else None
 
