@@ -60,3 +60,29 @@ def walk(node):
             elif isinstance(value, _AST):
                 push(value)
         yield node
+
+
+def select(roots, types) -> list:
+    """The nodes of ``types`` (a set of node classes) in ``roots`` and below, in ``walk``'s
+    order (each root's walk after the last's): one loop, no generator, for a caller that
+    reads a few kinds of node of a whole tree."""
+    out = []
+    keep = out.append
+    table = _FIELDS
+    for root in roots:
+        todo = deque([root])
+        pop, push = todo.popleft, todo.append
+        while todo:
+            node = pop()
+            t = type(node)
+            for name in table.get(t) or _fields(t):
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    for v in value:
+                        if isinstance(v, _AST):
+                            push(v)
+                elif isinstance(value, _AST):
+                    push(value)
+            if t in types:
+                keep(node)
+    return out

@@ -40,7 +40,9 @@ import os
 import stat
 import sys
 import tempfile
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 from . import __version__
 from .diagnostics import Diagnostic

@@ -189,14 +189,37 @@ class Prefilter:
     def __init__(self, pattern: Optional[str]):
         self.pattern = pattern
         self._regex = None
+        # Derived from the pattern when a text is first searched (``_prepare``): a run whose
+        # files the first trigger keeps never reads the others'.
+        self._prepared = pattern is None
+        self._literals: Optional[list] = None
+        self._window: Optional[int] = None
         # Without a window, for a pattern ``\\bword...``: the regex after its ``\\b``, whose
         # leading literal the regex engine searches for fast (``\\b`` first stops that);
         # compiled when first searched.
-        self._rest = None
-        self.literals: Optional[list] = None
-        self.window: Optional[int] = None
-        if pattern is None:
-            return
+        self._rest_pattern = None
+
+    @property
+    def literals(self) -> Optional[list]:
+        if not self._prepared:
+            self._prepare()
+        return self._literals
+
+    @property
+    def window(self) -> Optional[int]:
+        if not self._prepared:
+            self._prepare()
+        return self._window
+
+    @property
+    def _rest(self):
+        if not self._prepared:
+            self._prepare()
+        return self._rest_pattern
+
+    def _prepare(self) -> None:
+        self._prepared = True
+        pattern = self.pattern
         try:
             parsed = _sre_p.parse(pattern)
             ignorecase = parsed.state.flags & re.IGNORECASE
@@ -210,15 +233,15 @@ class Prefilter:
             return
         # A literal that contains another one is redundant: drop it.
         lits = sorted(set(lits), key=lambda s: (len(s), s))
-        self.literals = [s for i, s in enumerate(lits) if not any(t in s for t in lits[:i])]
+        self._literals = [s for i, s in enumerate(lits) if not any(t in s for t in lits[:i])]
         try:
             lo, hi = parsed.getwidth()
         except Exception:  # noqa: BLE001
             return
         if hi < 1000 and not _has_lookaround(parsed):
-            self.window = hi
+            self._window = hi
         else:
-            self._rest = _after_word_boundary(pattern, parsed)
+            self._rest_pattern = _after_word_boundary(pattern, parsed)
 
     @property
     def regex(self):
@@ -231,14 +254,16 @@ class Prefilter:
         """Truthy if ``text`` may produce a finding."""
         if self.pattern is None:
             return True
-        lits = self.literals
+        if not self._prepared:
+            self._prepare()
+        lits = self._literals
         if lits is None:
             return self.regex.search(text)
-        w = self.window
+        w = self._window
         if w is None:
             for lit in lits:
                 if lit in text:
-                    if self._rest is not None:
+                    if self._rest_pattern is not None:
                         return self._search_after_boundary(text)
                     return self.regex.search(text)
             return None
@@ -270,9 +295,9 @@ class Prefilter:
         """``regex.search(text)`` for ``\\b`` + ``_rest`` where ``_rest`` starts with a word
         character: every start of a ``_rest`` match, in order, until one has no word
         character before it (a word boundary there)."""
-        rx = self._rest
+        rx = self._rest_pattern
         if isinstance(rx, str):
-            rx = self._rest = re.compile(rx)
+            rx = self._rest_pattern = re.compile(rx)
         pos = 0
         while True:
             m = rx.search(text, pos)
@@ -530,7 +555,8 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
     fast: dict = {}
     # A module another module's summary gives facts (a kernel launched elsewhere) may have no
     # text the pre-filter knows: the project says so, and both stages let it through.
-    forced = use_prefilter and _project() is not None and _project().must_analyse(path)
+    forced = use_prefilter and _project() is not None and \
+        _project().must_analyse(path, source)
     recalled = None
     if use_prefilter and not forced and ask_gate:
         recalled = _recalled(path, source)  # the summary phase's verdict on this text
@@ -793,7 +819,7 @@ def ruled_out_by_text(source: str, path: str, settings: Settings) -> tuple:
     settings = settings.for_path(path)
     if is_skipped_file(source):
         return FileResult(path, [], source, skipped=True, stage="skipped"), False
-    if _project() is not None and _project().must_analyse(path):
+    if _project() is not None and _project().must_analyse(path, source):
         return None, False
     verdict = _recalled(path, source)
     if verdict is not None:  # the summary phase's (the pre-filter kept the file)

@@ -23,7 +23,9 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 from . import nodes as cst
 

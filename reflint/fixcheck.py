@@ -14,7 +14,9 @@ when they only fail together.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 from .diagnostics import SAFE
 

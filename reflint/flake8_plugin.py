@@ -27,7 +27,9 @@ from __future__ import annotations
 import ast
 import atexit
 import os
-from typing import Iterator
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Iterator
 
 from . import __version__, isolate
 from .config import Resolver
@@ -97,14 +99,14 @@ def _lint_total(source: str, filename: str, settings, tree=None, project=_ASK) -
             _active.activate(None)
 
 
-def _must_analyse(filename: str, project) -> bool:
+def _must_analyse(filename: str, source: str, project) -> bool:
     """Whether the project gives the file facts that the pre-filter cannot see (a kernel
     that only another module launches): it is then checked in the child."""
     if project is None:
         return False
     try:
         view = project.view(os.path.abspath(filename))
-        return view is not None and view.must_analyse
+        return view is not None and view.must_analyse_text(source)
     except Exception:  # noqa: BLE001
         return False
 
@@ -150,7 +152,7 @@ class Flake8Plugin:
             project = _project(self.filename, source)
             if isolate.enabled() and (
                     prefilter(settings.for_path(self.filename)).search(source) or
-                    _must_analyse(self.filename, project)):
+                    _must_analyse(self.filename, source, project)):
                 # flake8's tree is not sent to the child: it parses the file again with ast.
                 result = _worker().call(source, self.filename, settings)
                 if isinstance(result, isolate.Died):

@@ -57,7 +57,9 @@ import ast
 import builtins
 import functools
 import re
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 from . import api
 

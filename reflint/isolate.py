@@ -25,7 +25,9 @@ import pickle
 import signal
 import struct
 import sys
-from typing import Callable, Iterable, Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Callable, Iterable, Optional
 
 try:
     import resource

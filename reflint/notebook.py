@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 from ._record import field, record, replace
 from .discovery import NOTEBOOK_SUFFIX as SUFFIX, is_notebook  # noqa: F401 - re-exported

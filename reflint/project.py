@@ -716,8 +716,13 @@ class ProjectView:
         """"module" / "variable" when ``qualname`` (from this module's imports) names a class
         of another module (or of an installed library) that is a Flax NNX Module / Variable
         through its bases, "block_spec" for a Pallas BlockSpec (``Project.class_kind``); ""
-        otherwise."""
-        return self.project.class_kind(qualname)
+        otherwise (memoized: the analysis asks for every call of a name the registry does
+        not know)."""
+        memo = self._memo
+        key = ("c", qualname)
+        if key not in memo:
+            memo[key] = self.project.class_kind(qualname)
+        return memo[key]
 
     def values(self, qualname: str) -> Optional[Values]:
         """What the project name ``qualname`` (from this module's imports) is as a value
@@ -746,14 +751,31 @@ class ProjectView:
     def must_analyse(self) -> bool:
         """Whether another module's summary may give this module a finding that its own text
         does not announce (the pre-filter must not skip it): one of its functions is launched
-        or traced elsewhere, or it gives a function to a project wrapper. (A call of another
-        module's jitted function needs a ref here, which the pre-filter already looks for.)"""
+        or traced elsewhere, or it gives a function to a project wrapper, or it imports a ref
+        or a function that returns or writes one. (A call of another module's jitted function
+        needs a ref here, which the pre-filter already looks for.) ``must_analyse_text``
+        asks the same of the module's text."""
+        return bool(self._forcing())
+
+    def must_analyse_text(self, source: str) -> bool:
+        """``must_analyse`` for this text of the module: a ref or a ref-returning function
+        its imports reach forces the analysis only where the text spells its name (the
+        analysis follows names: ``state_types.zeros_like_abstract_ref`` never spelled, the
+        import of ``state_types`` gives the module no ref)."""
+        forcing = self._forcing()
+        if forcing is True or not forcing:
+            return bool(forcing)
+        return any(next(api.whole_words(source, word), None) is not None for word in forcing)
+
+    def _forcing(self):
+        """True when the module is forced whatever its text, else the last words of the
+        names of the refs and ref functions its imports reach (empty: not forced)."""
         cached = getattr(self, "_must", None)
         if cached is None:
             cached = self._must = self._forced()
         return cached
 
-    def _forced(self) -> bool:
+    def _forced(self):
         prefix = self.module + "."
         launches = self.project.launches
         if any(prefix + name in launches for name in self.summary.functions):
@@ -766,9 +788,10 @@ class ProjectView:
             if qn is not None and qn in self.project.wrappers:
                 return True
         # A ref another module exports, or a function returning one: this module may hold a
-        # ref its own text does not create.
-        return any(v.ref_global or v.returns_ref or v.global_writes
-                   for _, v in self._value_reads())
+        # ref its own text does not create, where it spells the name (an import's alias
+        # spells it too: `from lib import make_ref as mk`).
+        return frozenset(full.rpartition(".")[2] for full, v in self._value_reads()
+                         if v.ref_global or v.returns_ref or v.global_writes)
 
     def digest(self) -> str:
         """A digest of every fact this module reads from the project (its cache key)."""
@@ -1060,12 +1083,14 @@ def view_for(path: str) -> Optional[ProjectView]:
         return None
 
 
-def must_analyse(path: str) -> bool:
+def must_analyse(path: str, source: Optional[str] = None) -> bool:
+    """Whether the module at ``path`` (with the text ``source`` when given) must be analysed
+    whatever the pre-filter says of it (``ProjectView.must_analyse``)."""
     v = view_for(path)
     if v is None:
         return False
     try:
-        return v.must_analyse
+        return v.must_analyse if source is None else v.must_analyse_text(source)
     except Exception:  # noqa: BLE001
         return False
 

@@ -28,7 +28,6 @@ Everything the extraction cannot resolve is left out: a name it does not know is
 from __future__ import annotations
 
 import ast
-import copy
 import os
 import re
 
@@ -36,6 +35,7 @@ from . import api
 from ._lazy import lazy_re
 from ._record import field, record
 from .astwalk import children as _children
+from .astwalk import select as _select
 from .astwalk import walk as _walk
 
 TYPE_CHECKING = False
@@ -385,7 +385,7 @@ def _cut_tree(plan: tuple, whole: ast.Module) -> Optional[ast.Module]:
             continue
         if st.body[0].lineno - 1 <= header:
             return None
-        cut = copy.copy(st)
+        cut = _shallow_copy(st)
         line = pass_line + 1
         cut.body = [ast.Pass(lineno=line, col_offset=4, end_lineno=line, end_col_offset=8)]
         cut.end_lineno, cut.end_col_offset = line, 8
@@ -404,6 +404,13 @@ _COLUMN0 = lazy_re(r"(?:import |from |def |async def |@|[A-Za-z_])[^\n]*")
 # The same after a newline: a pattern starting with a literal is searched for that literal
 # first, where one anchored at every line's start (``^`` with ``re.M``) tries each position.
 _COLUMN0_NL = lazy_re(r"\n(?:import |from |def |async def |@|[A-Za-z_])[^\n]*")
+
+
+def _shallow_copy(node: ast.AST) -> ast.AST:
+    """``copy.copy(node)`` (without importing ``copy``: a check reads no other copy)."""
+    out = type(node).__new__(type(node))
+    out.__dict__.update(node.__dict__)
+    return out
 
 
 def _column0_lines(source: str):
@@ -536,6 +543,12 @@ def _params(fn) -> tuple:
     if a.kwarg:
         out.append((a.kwarg.arg, "kwarg"))
     return tuple(out)
+
+
+# The nodes ``_Extractor.walk_calls`` reads (any other is only walked through).
+_CALL_WALK_TYPES = frozenset({
+    ast.Call, ast.Name, ast.Assign, ast.If, ast.arg, ast.FunctionDef, ast.AsyncFunctionDef,
+    ast.ClassDef, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ExceptHandler})
 
 
 class _Extractor:
@@ -677,39 +690,38 @@ class _Extractor:
         assigned: dict = {}  # name -> the values of its `name = <value>` assignments
         others: set = set()  # names bound otherwise: parameters, defs, imports, globals
         branched: set = set()  # id() of the assignments directly in an `if`'s branches
-        for root in body:
-            for n in _walk(root):
-                t = type(n)
-                if t is ast.Call:
-                    calls.append(n)
-                elif t is ast.Name:
-                    if type(n.ctx) is not ast.Load:
-                        bound.add(n.id)
-                        rebound.add(n.id)
-                        stores[n.id] = stores.get(n.id, 0) + 1
-                elif t is ast.Assign:
-                    if len(n.targets) == 1 and type(n.targets[0]) is ast.Name:
-                        assigned.setdefault(n.targets[0].id, []).append(
-                            (n.value, id(n) in branched))
-                elif t is ast.If:  # (walked before its statements)
-                    branched.update(id(st) for st in n.body + n.orelse if type(st) is ast.Assign)
-                elif t is ast.arg:
-                    bound.add(n.arg)
-                    rebound.add(n.arg)
-                    others.add(n.arg)
-                elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.ClassDef:
-                    bound.add(n.name)
-                    others.add(n.name)
-                elif t is ast.Import or t is ast.ImportFrom:
-                    names = [(a.asname or a.name).split(".")[0] for a in n.names]
-                    bound.update(names)
-                    others.update(names)
-                elif t is ast.Global or t is ast.Nonlocal:
-                    bound.update(n.names)
-                    others.update(n.names)
-                elif t is ast.ExceptHandler and n.name:
-                    bound.add(n.name)
-                    others.add(n.name)
+        for n in _select(body, _CALL_WALK_TYPES):  # the nodes read below, in the walk's order
+            t = type(n)
+            if t is ast.Call:
+                calls.append(n)
+            elif t is ast.Name:
+                if type(n.ctx) is not ast.Load:
+                    bound.add(n.id)
+                    rebound.add(n.id)
+                    stores[n.id] = stores.get(n.id, 0) + 1
+            elif t is ast.Assign:
+                if len(n.targets) == 1 and type(n.targets[0]) is ast.Name:
+                    assigned.setdefault(n.targets[0].id, []).append(
+                        (n.value, id(n) in branched))
+            elif t is ast.If:  # (walked before its statements)
+                branched.update(id(st) for st in n.body + n.orelse if type(st) is ast.Assign)
+            elif t is ast.arg:
+                bound.add(n.arg)
+                rebound.add(n.arg)
+                others.add(n.arg)
+            elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.ClassDef:
+                bound.add(n.name)
+                others.add(n.name)
+            elif t is ast.Import or t is ast.ImportFrom:
+                names = [(a.asname or a.name).split(".")[0] for a in n.names]
+                bound.update(names)
+                others.update(names)
+            elif t is ast.Global or t is ast.Nonlocal:
+                bound.update(n.names)
+                others.update(n.names)
+            elif t is ast.ExceptHandler and n.name:
+                bound.add(n.name)
+                others.add(n.name)
         if not calls:
             return
         known = self.s.aliases.keys() | self.defined
@@ -863,6 +875,7 @@ def summarize(source: str, path: str, module: Optional[str] = None,
     full = has_api_words(source)
     refs = has_ref_words(source)
     reduced = False
+    whole_tree = tree  # the whole module's tree, when there is one (class_bases reads it)
     if whole is not None:
         whole = _once(whole)
     if tree is None:
@@ -870,13 +883,13 @@ def summarize(source: str, path: str, module: Optional[str] = None,
         if full or refs:
             plan = _cut_plan(source, _relevant_or_refs if refs else _relevant)
             if plan is not None and whole is not None:
-                got = whole()
+                got = whole_tree = whole()
                 tree = _cut_tree(plan, got) if got is not None else None
                 reduced = tree is not None
             if tree is None and plan is not None:
                 cut = _cut_text(plan)
         elif parsed:
-            tree = whole()
+            tree = whole_tree = whole()
             reduced = True
         else:
             cut = _headers(source)
@@ -887,14 +900,14 @@ def summarize(source: str, path: str, module: Optional[str] = None,
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
     if tree is None and whole is not None:
-        tree = whole()
+        tree = whole_tree = whole()
     if tree is None:
         try:
-            tree = ast.parse(source, path)
+            tree = whole_tree = ast.parse(source, path)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     _imports(tree, s)
-    class_bases(source, s)
+    class_bases(source, s, whole_tree)
     defined = {st.name for st in tree.body
                if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
     ex = _Extractor(s, defined)
@@ -997,14 +1010,22 @@ def _class_headers(source: str):
         i = find("\nclass", i + 1)
 
 
-def class_bases(source: str, s: ModuleSummary) -> None:
+def class_bases(source: str, s: ModuleSummary, tree: Optional[ast.Module] = None) -> None:
     """Fill ``s.classes`` from the module's top-level ``class`` statements (column 0): each
     base as a qualified name through the module's imports (``nnx.Module`` ->
     ``flax.nnx.Module``, ``Base`` of this module -> ``pkg.mod.Base``, a generic
     ``Base[T]`` -> its ``Base``), None for one it cannot name. Only the headers are parsed
     (the bodies are not read); a class whose header does not parse is left out, a name
-    defined twice is None (which one a reader gets is not known)."""
+    defined twice is None (which one a reader gets is not known). ``tree``: the module's
+    whole tree, when the caller has it: its class statements, no header parsed."""
     if "class" not in source:
+        return
+    if tree is not None:
+        classes = [st for st in tree.body if type(st) is ast.ClassDef]
+        names = [c.name for c in classes]
+        for c in classes:
+            s.classes[c.name] = None if names.count(c.name) > 1 else \
+                tuple(_base_name(b, s, names) for b in c.bases)
         return
     lines = None
     headers = []

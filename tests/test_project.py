@@ -106,6 +106,39 @@ def test_kernel_module_without_pallas_text_is_not_skipped():
     assert not p.view(os.path.join(os.path.dirname(path), "__init__.py")).must_analyse
 
 
+def test_an_imported_ref_function_forces_only_a_module_spelling_it(tmp_path):
+    """A module whose imports reach another module's function returning a ref may hold a
+    ref its own text does not create: it is analysed whatever the pre-filter says, but only
+    where its text spells the function's name (importing the module that defines it is not
+    using it)."""
+    files = _write_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/refs.py": ("import jax\nimport jax.numpy as jnp\n\n\n"
+                        "def make_buffer(n):\n    return jax.new_ref(jnp.zeros(n))\n\n\n"
+                        "def size(n):\n    return n\n"),
+        "pkg/uses.py": ("from pkg import refs\n\n\n"
+                        "def f():\n    b = refs.make_buffer(3)\n    return b + 1\n"),
+        "pkg/other.py": "from pkg import refs\n\n\ndef g():\n    return refs.size(3)\n",
+        "pkg/aliased.py": ("from pkg.refs import make_buffer as mk\n\n\n"
+                           "def h():\n    return mk(3) * 2\n")})
+    project = rproject.Project.build(files)
+    text = {os.path.basename(f): open(f).read() for f in files}
+    for name, forced in [("uses.py", True), ("other.py", False), ("aliased.py", True)]:
+        view = project.view(str(tmp_path / "pkg" / name))
+        assert view.must_analyse, name  # what its imports reach
+        assert view.must_analyse_text(text[name]) is forced, name
+    rproject.activate(project)
+    try:
+        assert not rproject.must_analyse(str(tmp_path / "pkg" / "other.py"),
+                                         text["other.py"])
+        assert rproject.must_analyse(str(tmp_path / "pkg" / "other.py"))
+    finally:
+        rproject.activate(None)
+    # The ref reaches the analysis of uses.py (REF007: arithmetic on the ref); other.py,
+    # which the textual pre-filter rules out, is not checked at all.
+    assert check(str(tmp_path), "--no-cache") == {("pkg/uses.py", 6, "REF007")}
+
+
 def test_resolution(tmp_path):
     """Package roots (src layout), relative imports, re-exports through __init__."""
     from reflint.summary import module_name

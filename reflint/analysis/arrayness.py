@@ -41,7 +41,9 @@ JAX 0.12 (measured, flax 0.12.12): in a file that uses NNX and may make ref Vari
 
 from __future__ import annotations
 
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 from .. import nodes as cst
 

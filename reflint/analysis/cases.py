@@ -8,7 +8,9 @@ unknown. A parameter bound by two decorators is unknown too.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Callable, Optional
 
 from .. import nodes as cst
 

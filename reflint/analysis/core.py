@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 from .. import nodes as cst
 
@@ -68,6 +70,7 @@ class ModuleAnalysis(ProjectMixin, QueriesMixin, StatementsMixin, ExpressionsMix
         self.project = project
         self._provenance: dict = {}
         self._project_names: dict = {}  # qualified name -> reflint.project.Values or None
+        self._project_inert: set = set()  # qualified names the project says nothing of
         self.path = path
         if settings is None:
             from ..settings import Settings

@@ -15,7 +15,9 @@ under-reports rather than over-reports.
 from __future__ import annotations
 
 import contextlib
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 from .. import nodes as cst
 

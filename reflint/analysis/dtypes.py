@@ -24,7 +24,9 @@ Everything else not listed is unknown (None), and rules stay silent on it.
 
 from __future__ import annotations
 
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 from .. import nodes as cst
 

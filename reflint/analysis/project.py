@@ -31,7 +31,9 @@ Anything the project does not resolve stays unknown.
 
 from __future__ import annotations
 
-from typing import Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Optional
 
 from .. import nodes as cst
 
@@ -107,7 +109,8 @@ class ProjectMixin:
     def _call_qn(self, node: cst.Call, qn: str, args: list, state):
         """A call of a qualified name: a project function the registry does not know is
         another module's (a wrapper, a jitted function); anything else, CallsMixin's."""
-        if self.project is not None and api.lookup(qn) is None:
+        if self.project is not None and qn not in self._project_inert and \
+                api.lookup(qn) is None:
             kind = self._project_class_kind(qn)
             if kind == "block_spec":
                 # A BlockSpec subclass of another module: its functions are index maps.
@@ -120,7 +123,21 @@ class ProjectMixin:
             handled, value = self._project_call(node, qn, args, state)
             if handled:
                 return value
+            if self._project_says_nothing(qn):
+                self._project_inert.add(qn)  # asked once: most calls name no project fact
         return super()._call_qn(node, qn, args, state)
+
+    def _project_says_nothing(self, qn: str) -> bool:
+        """The project knows nothing that makes a call of ``qn`` other than CallsMixin's:
+        no class kind, no function fact, no value but a module-level ref (which a call
+        does not read)."""
+        try:
+            if self.project.function(qn) is not None:
+                return False
+            v = self.project.values(qn)
+        except Exception:  # noqa: BLE001
+            return False
+        return v is None or v.ref_global
 
     def _project_class_kind(self, qn: str) -> str:
         """"module" / "variable" when ``qn`` names another module's class that is a Flax NNX

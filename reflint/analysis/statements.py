@@ -3,7 +3,9 @@ loops, defs, classes, imports, scopes and closures."""
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
+    from typing import Iterable, Optional
 
 from .. import nodes as cst
 
