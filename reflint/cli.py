@@ -11,7 +11,7 @@ import os
 import stat
 import sys
 
-from . import __version__
+from . import __version__, limits
 from .codes import CODES, META_CODES
 from .config import ConfigError, Resolver, overrides_from_args, show_settings
 from .engine import FileResult, attach_fix_source, lint_bytes, ruled_out_by_text
@@ -103,7 +103,8 @@ def _lint_task(task) -> tuple:
     finally:
         if gc_enabled:
             gc.enable()
-            gc.collect(0)
+            if not limits.keep_until_exit():  # (a process about to exit frees nothing)
+                gc.collect(0)
 
 
 def _project_digest(path: str) -> str:

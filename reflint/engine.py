@@ -9,7 +9,6 @@ import ast
 import io
 import re
 import sys
-import tokenize
 
 from . import limits
 from ._lazy import lazy, lazy_re
@@ -83,8 +82,21 @@ class FileResult:
     stage: str = "analysed"
 
 
+# Imported when first needed: a file with a BOM or a coding cookie, a noqa comment's tokens.
+tokenize = lazy("tokenize")
+
+
 def decode(data: bytes) -> str:
     """Decode Python source bytes like the interpreter does (PEP 263 cookie, BOM)."""
+    if not data.startswith(b"\xef\xbb\xbf"):
+        end = data.find(b"\n", data.find(b"\n") + 1)
+        if b"coding" not in (data if end < 0 else data[:end]):
+            # No BOM, no cookie in the first two lines: UTF-8 (tokenize's answer too), or
+            # tokenize says how the bytes are wrong.
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     text = data.decode(encoding)
     if text.startswith("\ufeff"):
@@ -581,6 +593,7 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
             return _gated(source, path, settings)
         done = _lint_fast(source, tree, path, settings, verdict, fast, lazy_fixes)
         if done is not None:
+            limits.keep_until_exit(tree, fast)
             return done
         # A file the fast tree does not cover (or a fix to build now): libcst's own tree,
         # below, gives the findings, their positions, messages and fixes.
@@ -648,6 +661,7 @@ def _lint_fast(source: str, tree: ast.Module, path: str, settings: Settings,
     except Exception:  # noqa: BLE001 - libcst's own parse decides then
         record.clear()
         return None
+    limits.keep_until_exit(module, exact)
     if not diags:
         return FileResult(path, _noqa_only(source, path, settings), source)
     if record.get("depth", 0) > LIBCST_MAX_DEPTH:
@@ -896,7 +910,8 @@ def check_module(module: "nodes.Module", path: str, settings: Settings,
                 isinstance(positions, _ExactPositions):
             positions.missed = True  # a fix only libcst's tree can decide
     finally:
-        analysis.release()
+        if not limits.keep_until_exit(analysis):
+            analysis.release()
     out.sort()
     return out
 

@@ -168,6 +168,10 @@ def _child_run(fn: Callable, items: list, start: int):
                 limit_memory(budget)
             with os.fdopen(w, "wb") as out:
                 for i in range(start, len(items)):
+                    if i == len(items) - 1:
+                        from . import limits
+
+                        limits.exit_after_this_file()  # (os._exit below frees it all)
                     try:
                         msg = (i, "ok", fn(items[i]))
                     except BaseException as e:  # noqa: BLE001 - re-raised in the parent

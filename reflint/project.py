@@ -1024,6 +1024,11 @@ def _decide_tree(text: str, path: str, share: bool) -> Optional[ModuleSummary]:
             gate.remember(path, hash(text), verdict)
             if share and _DECIDE.allows(verdict, path):
                 gate.keep(text, tree)
+                # Out of the collector's sight until the check takes it: re-enabled after
+                # this file, the collector would walk the whole tree at its next passes.
+                import gc
+
+                gc.freeze()
     return s
 
 

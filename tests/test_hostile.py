@@ -207,6 +207,37 @@ def test_undecodable_and_nul_bytes(tmp_path, reflint, data, message):
     assert "Traceback" not in r.stderr
 
 
+def _decode_by_tokenize(data: bytes) -> str:
+    """engine.decode as the interpreter decodes: tokenize's encoding, the BOM dropped."""
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+@pytest.mark.parametrize("data", [
+    b"x = 1\n", b"", b"\xef\xbb\xbfx = 1\n", "x = 'caf\xe9'\n".encode(),
+    "# -*- coding: latin-1 -*-\nx = 'caf\xe9'\n".encode("latin-1"),
+    "#!/usr/bin/env python\n# coding=latin-1\nx = '\xe9'\n".encode("latin-1"),
+    b"x = 1\r# coding: latin-1\ry = '\xe9'\r", b"x = 1\n\n# coding: klingon\n",
+    b"x = '\xff\xfe'\n", b"# coding: klingon\nx = 1\n", b"\xef\xbb\xbf# coding: latin-1\n",
+    b"\xff\n", b"x = 1\n" * 3 + b"'\xe9'\n",
+])
+def test_decode_is_the_interpreters(data):
+    """engine.decode reads UTF-8 without a BOM or a cookie in the first two lines at once
+    (tokenize is not even imported): the same text, or the same kind of error, as tokenize's
+    ``detect_encoding`` then ``bytes.decode``."""
+    try:
+        want = _decode_by_tokenize(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as e:
+        with pytest.raises(type(e)):
+            engine.decode(data)
+    else:
+        assert engine.decode(data) == want
+
+
 @pytest.mark.parametrize("newline", ["\r\n", "\r"])
 def test_line_endings(tmp_path, reflint, newline):
     p = tmp_path / "a.py"

@@ -156,6 +156,21 @@ def test_map_isolated_reports_the_dying_item_and_goes_on():
     assert isinstance(got[1][1], isolate.Died) and "status 3" in got[1][1].how
 
 
+@pytest.mark.skipif(not isolate.enabled(), reason="checks run in this process here")
+def test_a_child_keeps_its_last_files_objects_until_it_exits():
+    """The forked child checking files exits (os._exit) after the last: that file's trees
+    and analysis are kept (limits.keep_until_exit), not freed nor taken apart; earlier
+    files' are freed as usual, and the parent keeps nothing."""
+    from reflint import limits
+
+    def f(x):
+        return x, limits.keep_until_exit()
+
+    got = list(isolate.map_isolated(f, [1, 2, 3]))
+    assert [v for _, v in got] == [(1, False), (2, False), (3, True)]
+    assert not limits.keep_until_exit(object())
+
+
 def test_no_isolation_when_switched_off(monkeypatch):
     monkeypatch.setenv("REFLINT_ISOLATE", "0")
     pid = os.getpid()

@@ -212,3 +212,47 @@ def test_every_record_of_reflint_makes_instances_equal_to_its_fields():
             assert {n: getattr(obj, n) for n in fields} == values, cls
             seen += 1
     assert seen >= 60
+
+
+def test_the_precompiled_inits_are_current():
+    """reflint/_inits.py holds the __init__ of every record of reflint (tools/gen_inits.py
+    writes it): none is compiled in a run."""
+    import importlib.util
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location(
+        "gen_inits", os.path.join(root, "tools", "gen_inits.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    with open(os.path.join(root, "reflint", "_inits.py"), encoding="utf-8") as fh:
+        assert fh.read() == gen.render(), "run python tools/gen_inits.py"
+    from reflint._inits import CODES
+
+    for cls, frozen in gen.record_classes():
+        assert _record.init_source(cls, frozen)[0] in CODES, cls
+
+
+def test_a_precompiled_init_is_the_compiled_one(monkeypatch):
+    """An __init__ built from the precompiled code behaves as the one compiled from its
+    source: defaults, factories, frozen fields, its name in tracebacks."""
+    from reflint._inits import CODES
+
+    @record(frozen=True)
+    class Frozen:
+        """Frozen."""
+
+        a: int
+        b: list = field(default_factory=list)
+        c: str = "c"
+
+    text = _record.init_source(Frozen, True)[0]
+    monkeypatch.setitem(CODES, text, compile(text, "<x>", "exec").co_consts[0])
+    f = Frozen(1)
+    assert (f.a, f.b, f.c) == (1, [], "c") and Frozen(1).b is not f.b
+    assert Frozen.__init__.__code__.co_name == "__init__"
+    assert Frozen.__init__.__qualname__.endswith("Frozen.__init__")
+    with pytest.raises(FrozenInstanceError):
+        f.a = 2
+    with pytest.raises(TypeError):
+        Frozen()
