@@ -569,12 +569,16 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
     # text the pre-filter knows: the project says so, and both stages let it through.
     forced = use_prefilter and _project() is not None and \
         _project().must_analyse(path, source)
+    # Functions of this module that another module traces (`jax.jit(core.f)`): the text may
+    # not announce REF012/REF013 there; the gate, told of them, decides.
+    traced = _project().traced_elsewhere(path) if use_prefilter and not forced and \
+        _project() is not None else frozenset()
     recalled = None
-    if use_prefilter and not forced and ask_gate:
+    if use_prefilter and not forced and not traced and ask_gate:
         recalled = _recalled(path, source)  # the summary phase's verdict on this text
         if recalled is not None and not _allows(recalled, settings):
             return _gated(source, path, settings)
-    if use_prefilter and not forced and recalled is None:
+    if use_prefilter and not forced and not traced and recalled is None:
         if not regex_done and not prefilter(settings).search(source):
             return lint_non_candidate(source, path, settings)
     if tree is None:
@@ -588,7 +592,7 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
             return FileResult(path, diags, source)
     elif use_prefilter:
         verdict = None if forced or not ask_gate else \
-            recalled if recalled is not None else gate_verdict(source, settings, tree)
+            recalled if recalled is not None else gate_verdict(source, settings, tree, traced)
         if verdict is not None and not _allows(verdict, settings):
             return _gated(source, path, settings)
         done = _lint_fast(source, tree, path, settings, verdict, fast, lazy_fixes)
@@ -748,12 +752,14 @@ class _NoPositions:
 _NO_POSITIONS = _NoPositions()
 
 
-def gate_verdict(source: str, settings: Settings,
-                 tree: Optional[ast.Module] = None) -> "Optional[gate.Verdict]":
+def gate_verdict(source: str, settings: Settings, tree: Optional[ast.Module] = None,
+                 traced: frozenset = frozenset()) -> "Optional[gate.Verdict]":
     """Stage two of the pre-filter (reflint.gate): its answers for ``source``, or None when it
-    has none (``ast`` cannot parse the file, or the gate failed): every rule may fire then."""
+    has none (``ast`` cannot parse the file, or the gate failed): every rule may fire then.
+    ``traced``: the module's top-level functions other modules trace."""
     try:
-        return gate.verdict(source, settings.select, settings.target_jax_version, tree=tree)
+        return gate.verdict(source, settings.select, settings.target_jax_version, tree=tree,
+                            traced=traced)
     except Exception:  # noqa: BLE001 - a bug in the gate must never cost a finding
         return None
 
@@ -833,7 +839,8 @@ def ruled_out_by_text(source: str, path: str, settings: Settings) -> tuple:
     settings = settings.for_path(path)
     if is_skipped_file(source):
         return FileResult(path, [], source, skipped=True, stage="skipped"), False
-    if _project() is not None and _project().must_analyse(path, source):
+    if _project() is not None and (_project().must_analyse(path, source) or
+                                   _project().traced_elsewhere(path)):
         return None, False
     verdict = _recalled(path, source)
     if verdict is not None:  # the summary phase's (the pre-filter kept the file)

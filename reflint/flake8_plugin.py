@@ -106,7 +106,8 @@ def _must_analyse(filename: str, source: str, project) -> bool:
         return False
     try:
         view = project.view(os.path.abspath(filename))
-        return view is not None and view.must_analyse_text(source)
+        return view is not None and (view.must_analyse_text(source) or
+                                     bool(view.traced_elsewhere()))
     except Exception:  # noqa: BLE001
         return False
 

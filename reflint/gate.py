@@ -927,11 +927,14 @@ def take(source: str) -> Optional[ast.Module]:
 
 
 def verdict(source: str, enabled, version: tuple, complete: bool = False,
-            tree: Optional[ast.Module] = None) -> Optional[Verdict]:
+            tree: Optional[ast.Module] = None,
+            traced: frozenset = frozenset()) -> Optional[Verdict]:
     """The gate's answers for ``source`` (whose ``ast`` is ``tree`` when given) given the
     enabled rule codes and the target JAX version, or None if the stdlib parser rejects it.
     Questions are asked cheapest first and, unless ``complete``, only until one answer is yes
-    (the file is analysed then anyway)."""
+    (the file is analysed then anyway). ``traced``: names of the module's top-level functions
+    that other modules give to a transform (reflint.project): REF012's question counts them
+    traced, as the analysis does (the project gives them the transform's role)."""
     if tree is None:
         tree = parse(source)
         if tree is None:
@@ -946,7 +949,7 @@ def verdict(source: str, enabled, version: tuple, complete: bool = False,
     w = _Walker(_import_roots(source))
     try:
         w.body(tree.body)
-        return _decide(w, enabled, version, complete)
+        return _decide(w, enabled, version, complete, traced)
     except RecursionError:
         return _EVERYTHING
     finally:
@@ -1059,7 +1062,8 @@ def _resolve_chain(w: _Walker, dotted: str, scope: _Scope) -> list:
     return [f"{q}.{rest}" if rest else q for q in w.imports.get(root, ())]
 
 
-def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdict:
+def _decide(w: _Walker, enabled, version: tuple, complete: bool = True,
+            traced: frozenset = frozenset()) -> Verdict:
     refs = unavailable = leak_api = False
     leak_values = False  # an API tracing once per call used other than by calling it
     array_chains: set = set()  # spellings (as written) that name an Array producer
@@ -1121,7 +1125,11 @@ def _decide(w: _Walker, enabled, version: tuple, complete: bool = True) -> Verdi
     if v.discarded and not complete:
         return v
     v.leak = False
-    if leak_api and "REF012" in enabled:
+    if traced and "REF012" in enabled:
+        v.leak = _leak_possible(w, traced)
+        if v.leak and not complete:
+            return v
+    elif leak_api and "REF012" in enabled:
         v.leak = not _leak_calls_inert(w, leak_values) and _leak_possible(w)
         if v.leak and not complete:
             return v
@@ -1221,9 +1229,13 @@ def _leak_calls_inert(w: _Walker, leak_values: bool) -> bool:
     return True
 
 
-def _leak_possible(w: _Walker) -> bool:
-    """REF012's raw material in a function that may be traced."""
+def _leak_possible(w: _Walker, traced: frozenset = frozenset()) -> bool:
+    """REF012's raw material in a function that may be traced (``traced``: top-level
+    functions another module traces, with what they call)."""
     escaping = _leak_escaping(w, _FunctionValues(w))
+    if traced:
+        escaping = escaping + [s for name in traced for s in w.func_names.get(name, ())
+                               if s.parent is w.module]
     for f in _maybe_traced(w, escaping):
         for name in f.item_writes:
             if _maybe_free(f, name) and _outer_container(f, name):

@@ -755,17 +755,32 @@ class ProjectView:
         or a function that returns or writes one. (A call of another module's jitted function
         needs a ref here, which the pre-filter already looks for.) ``must_analyse_text``
         asks the same of the module's text."""
-        return bool(self._forcing())
+        return bool(self._forcing()) or bool(self.traced_elsewhere())
 
     def must_analyse_text(self, source: str) -> bool:
-        """``must_analyse`` for this text of the module: a ref or a ref-returning function
-        its imports reach forces the analysis only where the text spells its name (the
-        analysis follows names: ``state_types.zeros_like_abstract_ref`` never spelled, the
-        import of ``state_types`` gives the module no ref)."""
+        """Whether this text of the module must be analysed whatever the pre-filter and the
+        gate say of it: a function of it launched as a kernel elsewhere, given refs or to a
+        wrapper; a ref or a ref-returning function its imports reach, where the text spells
+        its name (the analysis follows names: ``state_types.zeros_like_abstract_ref`` never
+        spelled, the import of ``state_types`` gives the module no ref). A function only
+        traced elsewhere (``jax.jit(core.f)``) does not force it: the gate is asked, told
+        so (``traced_elsewhere``)."""
         forcing = self._forcing()
         if forcing is True or not forcing:
             return bool(forcing)
         return any(next(api.whole_words(source, word), None) is not None for word in forcing)
+
+    def traced_elsewhere(self) -> frozenset:
+        """The names of this module's top-level functions that other modules give to a
+        transform (``jax.jit(core.f)``), not to a kernel entry point: REF012 and REF013 may
+        report in them what the module's own text does not announce (the gate asks)."""
+        cached = getattr(self, "_traced", None)
+        if cached is None:
+            prefix = self.module + "."
+            launches = self.project.launches
+            cached = self._traced = frozenset(
+                name for name in self.summary.functions if prefix + name in launches)
+        return cached
 
     def _forcing(self):
         """True when the module is forced whatever its text, else the last words of the
@@ -778,8 +793,11 @@ class ProjectView:
     def _forced(self):
         prefix = self.module + "."
         launches = self.project.launches
-        if any(prefix + name in launches for name in self.summary.functions):
-            return True
+        for name in self.summary.functions:
+            for launch in launches.get(prefix + name, ()):
+                a = api.API.get(launch.api)
+                if a is None or a.family is not api.Family.TRANSFORM:
+                    return True  # a kernel (refs), or an API this does not know
         ref_args = self.project.ref_args
         if any(prefix + name in ref_args for name in self.summary.functions):
             return True
@@ -1090,7 +1108,8 @@ def view_for(path: str) -> Optional[ProjectView]:
 
 def must_analyse(path: str, source: Optional[str] = None) -> bool:
     """Whether the module at ``path`` (with the text ``source`` when given) must be analysed
-    whatever the pre-filter says of it (``ProjectView.must_analyse``)."""
+    whatever the pre-filter and the gate say of it (``ProjectView.must_analyse``,
+    ``must_analyse_text``)."""
     v = view_for(path)
     if v is None:
         return False
@@ -1098,6 +1117,19 @@ def must_analyse(path: str, source: Optional[str] = None) -> bool:
         return v.must_analyse if source is None else v.must_analyse_text(source)
     except Exception:  # noqa: BLE001
         return False
+
+
+def traced_elsewhere(path: str) -> frozenset:
+    """The top-level functions of the module at ``path`` that other modules trace
+    (``ProjectView.traced_elsewhere``): the gate must be told, and not the text alone
+    decide."""
+    v = view_for(path)
+    if v is None:
+        return frozenset()
+    try:
+        return v.traced_elsewhere()
+    except Exception:  # noqa: BLE001
+        return frozenset()
 
 
 def cache_digest(path: str) -> str:

@@ -140,6 +140,58 @@ def test_an_imported_ref_function_forces_only_a_module_spelling_it(tmp_path):
                                                   ("pkg/aliased.py", 5, "REF007")}
 
 
+# A module spelling a Pallas entry point (the summary reads its calls) that traces functions
+# of pkg.lib.
+MAIN = """\
+import jax
+from jax.experimental import pallas as pl
+from pkg import lib
+
+{traced}
+
+
+def kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...] * 2
+
+
+def run(x):
+    return pl.pallas_call(kernel, out_shape=x)(x)
+"""
+
+
+def test_a_function_traced_elsewhere_asks_the_gate(tmp_path):
+    """A module whose function another module traces (`jax.jit(lib.f)`) is not analysed
+    whatever its text says: the gate is asked, told that `f` is traced, and rules it out
+    when nothing traced there can leak (REF012); a leak in it is found."""
+    from reflint import engine
+    from reflint.settings import Settings
+
+    lib = ("CACHE = []\n\n\n"
+           "def f(x):\n    return x + 1\n\n\n"
+           "def g(x):\n    CACHE.append(x)\n    return x\n")
+    files = _write_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/lib.py": lib,
+        "pkg/main.py": MAIN.format(traced="F = jax.jit(lib.f)")})
+    path = str(tmp_path / "pkg" / "lib.py")
+    project = rproject.Project.build(files)
+    view = project.view(path)
+    assert view.traced_elsewhere() == {"f"} and view.must_analyse
+    assert not view.must_analyse_text(lib)
+    rproject.activate(project)
+    try:
+        got = engine.lint_source(lib, path, Settings())
+    finally:
+        rproject.activate(None)
+    assert got.stage == "gated" and got.diagnostics == []
+    # g traced too: its append to the module's list leaks a tracer (REF012), though lib.py
+    # spells no transform.
+    (tmp_path / "pkg" / "main.py").write_text(
+        MAIN.format(traced="F = jax.jit(lib.f)\nG = jax.jit(lib.g)"))
+    assert check(str(tmp_path), "--no-cache") == {("pkg/lib.py", 9, "REF012")}
+    assert check(str(tmp_path), "--no-cache", "--no-project") == set()
+
+
 def test_resolution(tmp_path):
     """Package roots (src layout), relative imports, re-exports through __init__."""
     from reflint.summary import module_name
