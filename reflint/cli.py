@@ -205,7 +205,7 @@ def _run_tasks(tasks: list, settings: Settings, jobs: int):
         return
     from . import isolate
 
-    for t, res in isolate.map_isolated(_lint_task, rest):
+    for t, res in isolate.map_isolated(_lint_task, rest, keep_last=True):
         yield res if not isinstance(res, isolate.Died) else _died_result(t, res)
 
 

@@ -570,7 +570,7 @@ def _lint_source(source: str, path: str, settings: Settings, use_prefilter: bool
     forced = use_prefilter and _project() is not None and \
         _project().must_analyse(path, source)
     # Functions of this module that another module traces (`jax.jit(core.f)`): the text may
-    # not announce REF012/REF013 there; the gate, told of them, decides.
+    # not announce a leak of their tracers (REF012); the gate, told of them, decides.
     traced = _project().traced_elsewhere(path) if use_prefilter and not forced and \
         _project() is not None else frozenset()
     recalled = None

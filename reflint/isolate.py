@@ -113,11 +113,13 @@ def _status(status: int) -> Died:
     return Died(f"exited with status {code}")
 
 
-def map_isolated(fn: Callable, items: list) -> Iterable:
+def map_isolated(fn: Callable, items: list, keep_last: bool = False) -> Iterable:
     """``(item, fn(item))`` for each item, in order, computed in a forked child (one child
     for all the items, a new one after a crash). When the child dies during an item,
     ``(item, Died)`` is yielded for that item and the next child starts after it. An
-    exception raised by ``fn`` is re-raised here. Without isolation, runs in this process."""
+    exception raised by ``fn`` is re-raised here. Without isolation, runs in this process.
+    ``keep_last``: what ``fn`` leaves to ``limits.keep_until_exit`` on the last item is not
+    freed (the child exits then; a check's trees, not the passes of a fix)."""
     if not items:
         return
     if not enabled():
@@ -127,7 +129,7 @@ def map_isolated(fn: Callable, items: list) -> Iterable:
     start = 0
     while start < len(items):
         got = 0
-        for index, ok, value in _child_run(fn, items, start):
+        for index, ok, value in _child_run(fn, items, start, keep_last):
             got += 1
             if ok == "died":
                 yield items[index], value
@@ -142,7 +144,7 @@ def map_isolated(fn: Callable, items: list) -> Iterable:
         start = index + 1
 
 
-def _child_run(fn: Callable, items: list, start: int):
+def _child_run(fn: Callable, items: list, start: int, keep_last: bool = False):
     """Run ``fn`` on ``items[start:]`` in a child; yield (index, "ok"/"raised", value) per
     item, then, if the child died before the end, (index, "died", Died) for the item it was
     on. Yields nothing if the child could not be started."""
@@ -168,7 +170,7 @@ def _child_run(fn: Callable, items: list, start: int):
                 limit_memory(budget)
             with os.fdopen(w, "wb") as out:
                 for i in range(start, len(items)):
-                    if i == len(items) - 1:
+                    if keep_last and i == len(items) - 1:
                         from . import limits
 
                         limits.exit_after_this_file()  # (os._exit below frees it all)

@@ -545,6 +545,7 @@ def _params(fn) -> tuple:
     return tuple(out)
 
 
+_CALLS = frozenset({ast.Call})
 # The nodes ``_Extractor.walk_calls`` reads (any other is only walked through).
 _CALL_WALK_TYPES = frozenset({
     ast.Call, ast.Name, ast.Assign, ast.If, ast.arg, ast.FunctionDef, ast.AsyncFunctionDef,
@@ -989,7 +990,7 @@ def summarize_calls(source: str, s: ModuleSummary) -> ModuleSummary:
 
 # -- classes: which are Flax NNX Modules or Variables (read by reflint.project) ---------------
 
-_CLASS_HEADER = lazy_re(r"class[ \t]+([A-Za-z_]\w*)[ \t]*[(:]")
+_CLASS_HEADER = lazy_re(r"class[ \t]+([A-Za-z_]\w*)[ \t]*[(:[]")
 
 
 def _class_headers(source: str):
@@ -1185,7 +1186,7 @@ def _values(tree: ast.Module, s: ModuleSummary, source: str) -> None:
         for st in tree.body:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
-            calls = [n for n in _walk(st) if type(n) is ast.Call]
+            calls = _select((st,), _CALLS)
             out.extend(_ref_args(calls, aliases, rebound, set(s.ref_globals)))
     for fn in tree.body:
         if not isinstance(fn, ast.FunctionDef) or stores.get(fn.name) != 1:

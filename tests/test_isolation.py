@@ -166,9 +166,12 @@ def test_a_child_keeps_its_last_files_objects_until_it_exits():
     def f(x):
         return x, limits.keep_until_exit()
 
-    got = list(isolate.map_isolated(f, [1, 2, 3]))
+    got = list(isolate.map_isolated(f, [1, 2, 3], keep_last=True))
     assert [v for _, v in got] == [(1, False), (2, False), (3, True)]
     assert not limits.keep_until_exit(object())
+    # A fix's passes are not kept (each pass would hold its trees to the end).
+    got = list(isolate.map_isolated(f, [1, 2, 3]))
+    assert [v for _, v in got] == [(1, False), (2, False), (3, False)]
 
 
 def test_no_isolation_when_switched_off(monkeypatch):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
 import textwrap
 
 import pytest
@@ -444,6 +445,29 @@ def test_classes_read_from_the_whole_tree():
     assert s.classes == {"Model": ("flax.nnx.Module",)}
     assert summary.summarize(source, "m.py", "m").classes == {
         "Fake": (None,), "Model": ("flax.nnx.Module",)}
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="Python 3.12's generic classes")
+def test_generic_classes_are_read_from_the_text_too():
+    """``class Box[T](nnx.Module):`` (PEP 695) is a class header for the text as for the
+    tree: its bases, and a class deriving from it, are named either way (JAX 0.12 writes
+    ``class GenericSharedMemory[...]`` and ``class SharedMemory(GenericSharedMemory[...])``)."""
+    source = textwrap.dedent('''\
+        import flax.nnx as nnx
+
+
+        class Box[T](nnx.Module):
+            pass
+
+
+        class Crate(Box[int]):
+            pass
+        ''')
+    want = {"Box": ("flax.nnx.Module",), "Crate": ("m.Box",)}
+    assert summary.summarize(source, "m.py", "m").classes == want
+    tree = ast.parse(source)
+    assert summary.summarize(source, "m.py", "m", whole=lambda: tree,
+                             parsed=True).classes == want
 
 
 def test_whole_tree_summaries_of_installed_modules():

@@ -26,7 +26,7 @@ _PIECES = st.sampled_from([
 _TEXTS = st.lists(_PIECES, max_size=40).map("".join)
 
 _COLUMN0_M = re.compile(r"^(?:import |from |def |async def |@|[A-Za-z_])[^\n]*", re.M)
-_CLASS_M = re.compile(r"^class[ \t]+([A-Za-z_]\w*)[ \t]*[(:]", re.M)
+_CLASS_M = re.compile(r"^class[ \t]+([A-Za-z_]\w*)[ \t]*[(:[]", re.M)
 
 
 # The questions as regexes (what the summary searched before).
