@@ -21,6 +21,7 @@ without one every file is analysed on its own, as before.
 
 from __future__ import annotations
 
+import gc
 import os
 
 from . import api
@@ -771,15 +772,30 @@ class ProjectView:
         return any(next(api.whole_words(source, word), None) is not None for word in forcing)
 
     def traced_elsewhere(self) -> frozenset:
-        """The names of this module's top-level functions that other modules give to a
-        transform (``jax.jit(core.f)``), not to a kernel entry point: REF012 and REF013 may
-        report in them what the module's own text does not announce (the gate asks)."""
-        cached = getattr(self, "_traced", None)
+        """The names of this module's top-level functions that other modules only give to a
+        transform (``jax.jit(core.f)``): REF012 may report a leak in them that the module's
+        own text does not announce (the gate is told). One launched as a kernel forces the
+        analysis instead (``must_analyse_text``)."""
+        return self._launched()[1]
+
+    def _launched(self) -> tuple:
+        """(whether another module launches a function of this module as a kernel, or
+        through an API this one does not know; the functions it only traces)."""
+        cached = getattr(self, "_launch_kinds", None)
         if cached is None:
             prefix = self.module + "."
             launches = self.project.launches
-            cached = self._traced = frozenset(
-                name for name in self.summary.functions if prefix + name in launches)
+            kernel, traced = False, set()
+            for name in self.summary.functions:
+                got = launches.get(prefix + name)
+                if not got:
+                    continue
+                if all(api.API.get(x.api) is not None and
+                       api.API[x.api].family is api.Family.TRANSFORM for x in got):
+                    traced.add(name)
+                else:
+                    kernel = True  # a kernel (refs), or an API this does not know
+            cached = self._launch_kinds = (kernel, frozenset(traced))
         return cached
 
     def _forcing(self):
@@ -791,13 +807,9 @@ class ProjectView:
         return cached
 
     def _forced(self):
+        if self._launched()[0]:
+            return True
         prefix = self.module + "."
-        launches = self.project.launches
-        for name in self.summary.functions:
-            for launch in launches.get(prefix + name, ()):
-                a = api.API.get(launch.api)
-                if a is None or a.family is not api.Family.TRANSFORM:
-                    return True  # a kernel (refs), or an API this does not know
         ref_args = self.project.ref_args
         if any(prefix + name in ref_args for name in self.summary.functions):
             return True
@@ -1018,8 +1030,6 @@ def _decided(text: str, path: str, share: bool) -> Optional[ModuleSummary]:
     verdict on that tree, remembered for the check (``reflint.gate.remember``). ``share``: the
     check runs in this process (or a child it forks): the tree is kept for it if the verdict
     lets the file through (reflint.gate.keep)."""
-    import gc
-
     # As in the check (cli._lint_task): the collector would scan the growing tree again and
     # again while it is built. The tree is freed (unless kept) before it runs again.
     enabled = gc.isenabled()
@@ -1044,8 +1054,6 @@ def _decide_tree(text: str, path: str, share: bool) -> Optional[ModuleSummary]:
                 gate.keep(text, tree)
                 # Out of the collector's sight until the check takes it: re-enabled after
                 # this file, the collector would walk the whole tree at its next passes.
-                import gc
-
                 gc.freeze()
     return s
 

@@ -545,11 +545,11 @@ def _params(fn) -> tuple:
     return tuple(out)
 
 
-_CALLS = frozenset({ast.Call})
 # The nodes ``_Extractor.walk_calls`` reads (any other is only walked through).
 _CALL_WALK_TYPES = frozenset({
     ast.Call, ast.Name, ast.Assign, ast.If, ast.arg, ast.FunctionDef, ast.AsyncFunctionDef,
     ast.ClassDef, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ExceptHandler})
+_CALLS = frozenset({ast.Call})
 
 
 class _Extractor:
@@ -1023,9 +1023,11 @@ def class_bases(source: str, s: ModuleSummary, tree: Optional[ast.Module] = None
         return
     if tree is not None:
         classes = [st for st in tree.body if type(st) is ast.ClassDef]
-        names = [c.name for c in classes]
+        names, twice = set(), set()
         for c in classes:
-            s.classes[c.name] = None if names.count(c.name) > 1 else \
+            (twice if c.name in names else names).add(c.name)
+        for c in classes:
+            s.classes[c.name] = None if c.name in twice else \
                 tuple(_base_name(b, s, names) for b in c.bases)
         return
     lines = None
@@ -1072,7 +1074,7 @@ def _class_header(lines: list, first: int) -> Optional[str]:
     return None
 
 
-def _base_name(node, s: ModuleSummary, classes: list) -> Optional[str]:
+def _base_name(node, s: ModuleSummary, classes) -> Optional[str]:
     if isinstance(node, ast.Subscript):  # `nnx.Variable[A]`, `Generic[T]`
         node = node.value
     parts = _dotted(node)
