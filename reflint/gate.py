@@ -89,6 +89,7 @@ _PASS_THROUGH_CALLS = frozenset({"tuple", "list"})  # builtins returning their a
 # (`lax.stop_gradient(tree)`): the registry's, matched conservatively on the last name.
 _PASS_THROUGH_ATTRS = frozenset({api.STOP_GRADIENT})
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+_REF_KEYWORDS = api.REF_KEYWORDS
 _LEAK_WORDS = frozenset(api.spelled_names(LEAK_APIS)) | frozenset(
     name for name, q in api.INHERITED_WRAPPERS.items() if api.CANONICAL.get(q) in LEAK_APIS)
 _BUILTINS = frozenset(dir(builtins))
@@ -147,34 +148,24 @@ class _Scope:
         return name in self.free_decl or not self.binds(name)
 
 
+# An _Expr's field that nothing was added to: one shared empty set, replaced by a set of its
+# own at the first addition (most expressions hold a name or two and nothing else).
+_NO: frozenset = frozenset()
+
+
 class _Expr:
     """What a value may come from: import chains, names (with the scope that reads them),
-    attribute names, called names, and calls of call results."""
+    attribute names, called names, and calls of call results. Each set is ``_NO`` until
+    something is added to it; the defaults are the class's (an instance is made without an
+    ``__init__`` to run: the gate makes one per assigned value and call argument)."""
 
-    __slots__ = ("attr_calls", "attrs", "chains", "keys", "lambdas", "name_calls", "names",
-                 "opaque_call", "wraps")
-
-    def __init__(self):
-        self.chains: set = set()
-        self.names: set = set()  # (scope, name)
-        self.attrs: set = set()
-        self.name_calls: set = set()  # (scope, name) of `f(...)`
-        self.attr_calls: set = set()  # name of `x.f(...)`
-        self.opaque_call = False  # `jit(f)(x)`, `fs[0](x)`
-        self.lambdas: list = []  # lambdas written in the expression
-        self.wraps: list = []  # (dotted callee, [_Expr args]) of calls of import names
-        self.keys = None  # names resolved to (id(defining scope), name), computed once
-
-
-class _Call:
-    __slots__ = ("args", "callee", "chain", "kind", "scope")
-
-    def __init__(self, kind, callee, chain, args, scope):
-        self.kind = kind  # "name", "attr" or "opaque"
-        self.callee = callee
-        self.chain = chain  # the callee's dotted spelling if rooted at an import name
-        self.args = args  # [_Expr]
-        self.scope = scope
+    chains = _NO
+    names = _NO  # (scope, name)
+    attrs = _NO
+    name_calls = _NO  # (scope, name) of `f(...)`
+    attr_calls = _NO  # name of `x.f(...)`
+    opaque_call = False  # `jit(f)(x)`, `fs[0](x)`
+    keys = None  # names resolved to (id(defining scope), name), computed once
 
 
 class _Walker:
@@ -200,7 +191,9 @@ class _Walker:
         self.attr_bindings: dict = {}  # attribute name -> [_Expr or None]
         self.item_bases: list = []  # ("name", scope, N) / ("attr", root (scope, N), attr) /
         # ("expr", _Expr, None)
-        self.calls: list = []  # _Call
+        # (kind: "name", "attr" or "opaque"; the callee's name; its dotted spelling if rooted at
+        # an import name; [_Expr] of its arguments; the scope) of each call with arguments.
+        self.calls: list = []
         self.exprs: list = []  # stack of _Expr accumulators
         # Calls passing one of api.REF_KEYWORDS (`nnx.Param(x, ref=True)`): (chain, scope), or
         # True when such a call's callee is not a chain of the imports.
@@ -224,7 +217,10 @@ class _Walker:
     def _note_chain(self, dotted: str, ctx: int, is_value: bool) -> None:
         self.chains.add((dotted, ctx, is_value, self.scope))
         for e in self.exprs:
-            e.chains.add(dotted)
+            if e.chains is _NO:
+                e.chains = {dotted}
+            else:
+                e.chains.add(dotted)
 
     def _bind(self, name: str, value, node=None, scope=None) -> None:
         scope = scope or self.scope
@@ -282,7 +278,7 @@ class _Walker:
             v = self.summary(s.value)
             self.read(s.target)  # `x += y` reads x
             if type(s.target) is ast.Name:
-                v.names.add((self.scope, s.target.id))
+                v.names = _plus(v.names, (self.scope, s.target.id))
             self.target(s.target, v, None)
         elif t is ast.AnnAssign:
             self.read(s.annotation, _OTHER_ANNOTATION)
@@ -481,9 +477,6 @@ class _Walker:
             p.arg for p in params if p.annotation is not None and
             _annotation_word(p.annotation) in _ARRAY_TYPE_WORDS)
         self.scopes.append(scope)
-        if is_lambda:
-            for e in self.exprs:
-                e.lambdas.append(scope)
         if not is_lambda:
             self.scope.defs.setdefault(node.name, []).append(scope)
             self.func_names.setdefault(node.name, []).append(scope)
@@ -506,9 +499,13 @@ class _Walker:
             if ctx == _ANNOTATION and type(node.value) is str:
                 self._string_annotation(node.value)
         elif t is ast.Name:
-            key = (self.scope, node.id)
-            for e in self.exprs:
-                e.names.add(key)
+            if self.exprs:
+                key = (self.scope, node.id)
+                for e in self.exprs:
+                    if e.names is _NO:
+                        e.names = {key}
+                    else:
+                        e.names.add(key)
             if not self.inert and ctx not in _NO_FLOW:
                 self.flow_refs.add(node.id)
             if node.id in self.roots:
@@ -538,8 +535,9 @@ class _Walker:
                 self.expr(node.elt)
         elif t is ast.NamedExpr:
             v = self.summary(node.value)
-            for e in self.exprs:
-                e.names.update(v.names)
+            if v.names:
+                for e in self.exprs:
+                    e.names = _union(e.names, v.names)
             scope = self.scope
             while scope.kind == "lambda" and scope.parent is not None:
                 scope = scope.parent
@@ -598,7 +596,10 @@ class _Walker:
         # The analysis reads an attribute from an instance of a local class (by its name), a
         # class or a module, never from an Array: the base does not flow into the value.
         for e in self.exprs:
-            e.attrs.add(node.attr)
+            if e.attrs is _NO:
+                e.attrs = {node.attr}
+            else:
+                e.attrs.add(node.attr)
         flows = not self.inert and ctx not in _NO_FLOW
         if flows:
             self.flow_refs.update(parts[1:])
@@ -627,14 +628,15 @@ class _Walker:
             if f.id in self.roots:
                 chain = f.id
                 self._note_chain(f.id, _CALLEE, False)
-            key = (self.scope, f.id)
-            for e in self.exprs:
-                e.name_calls.add(key)
+            if self.exprs:
+                key = (self.scope, f.id)
+                for e in self.exprs:
+                    e.name_calls = _plus(e.name_calls, key)
         elif ft is ast.Attribute:
             kind, callee = "attr", f.attr
             chain = self.attribute(f, _CALLEE, True)
             for e in self.exprs:
-                e.attr_calls.add(f.attr)
+                e.attr_calls = _plus(e.attr_calls, f.attr)
             if f.attr in api.STORE_METHODS and type(f.value) is ast.Name:
                 self.scope.store_calls.append(f.value.id)
             elif f.attr in api.STORE_METHODS and type(f.value) is ast.Attribute and \
@@ -651,7 +653,7 @@ class _Walker:
             self.scope.calls.add(callee)
             if callee in _NAMESPACE_NAMES:
                 self.namespace_calls += 1
-        if any(k.arg in api.REF_KEYWORDS for k in node.keywords):
+        if node.keywords and any(k.arg in _REF_KEYWORDS for k in node.keywords):
             self.ref_keyword_calls.append((chain, self.scope) if chain is not None else True)
         if chain is not None and chain.rpartition(".")[2] in _LEAK_WORDS:
             self.leak_calls.append((chain, self.scope, bool(node.args), tuple(
@@ -680,33 +682,34 @@ class _Walker:
                 args.append(self._name_arg(a.id, _NORMAL, f))
             elif t is not ast.Constant:
                 args.append(self._arg(a, t, _NORMAL, f))
-        if chain is not None:
-            for e in self.exprs:  # `partial(f, x)`, `jit(f)`: what they wrap
-                e.wraps.append((chain, args))
         if ft is ast.Name and f.id in _PASS_THROUGH_CALLS or \
                 ft is ast.Attribute and f.attr in _PASS_THROUGH_ATTRS:
             for e in self.exprs:  # the result holds the argument's items
                 for a in args:
                     _merge(e, a)
         if args:
-            self.calls.append(_Call(kind, callee, chain, args, self.scope))
+            self.calls.append((kind, callee, chain, args, self.scope))
 
     def _name_arg(self, name: str, ctx: int, callee) -> _Expr:
         """``summary(Name)`` of a call's argument, without the walk."""
         e = _Expr()
-        e.names.add((self.scope, name))
+        e.names = {(self.scope, name)}
         if name in self.roots:
             self.chains.add((name, ctx, ctx != _BUILTIN_ARG and ctx != _TYPE_TEST, self.scope))
-            e.chains.add(name)
+            e.chains = {name}
         if ctx != _TYPE_TEST:
             self.passed.append((name, callee, self.scope))
         return e
 
     def _arg(self, a, t, ctx, callee) -> _Expr:
         if t is ast.Lambda:
-            e = self.summary(a, ctx, isolated=True)
-            e.lambdas[0].passed_to = (callee, self.scope)
-            return e
+            # What a lambda's value may come from is itself: nothing the gate follows.
+            saved, self.exprs = self.exprs, []
+            try:
+                self.function(a).passed_to = (callee, self.scope)
+            finally:
+                self.exprs = saved
+            return _Expr()
         if t is not ast.Attribute or _dotted_root(a) is None:
             return self.summary(a, ctx, isolated=True)
         if ctx != _TYPE_TEST:
@@ -726,12 +729,30 @@ class _Walker:
 
 
 def _merge(outer: _Expr, inner: _Expr) -> None:
-    outer.chains |= inner.chains
-    outer.names |= inner.names
-    outer.attrs |= inner.attrs
-    outer.name_calls |= inner.name_calls
-    outer.attr_calls |= inner.attr_calls
+    outer.chains = _union(outer.chains, inner.chains)
+    outer.names = _union(outer.names, inner.names)
+    outer.attrs = _union(outer.attrs, inner.attrs)
+    outer.name_calls = _union(outer.name_calls, inner.name_calls)
+    outer.attr_calls = _union(outer.attr_calls, inner.attr_calls)
     outer.opaque_call = outer.opaque_call or inner.opaque_call
+
+
+def _plus(field, item):
+    """An _Expr's set ``field`` with ``item`` added (a set of its own if it was ``_NO``)."""
+    if field is _NO:
+        return {item}
+    field.add(item)
+    return field
+
+
+def _union(field, items):
+    """An _Expr's set ``field`` with ``items`` added (a set of its own if it was ``_NO``)."""
+    if not items:
+        return field
+    if field is _NO:
+        return set(items)
+    field |= items
+    return field
 
 
 def _is_at_update(node) -> bool:
@@ -1568,41 +1589,41 @@ def _traced_array_param_possible(w: _Walker, is_array, lookup) -> bool:
     escaping = [f for f in w.scopes if f.kind != "class" and f.kind != "module" and
                 fv.escaping(f)]
     chain_values: dict = {}
-    for c in w.calls:
-        if not any(is_array(arg) for arg in c.args):
+    for kind, callee, chain, args, scope in w.calls:
+        if not any(is_array(arg) for arg in args):
             continue
         reached: list = []
-        if c.chain is not None:
-            k = (c.chain, id(c.scope))
+        if chain is not None:
+            k = (chain, id(scope))
             if k not in chain_values:
-                chain_values[k] = _dotted_values(w, c.chain, c.scope)
+                chain_values[k] = _dotted_values(w, chain, scope)
             values = chain_values[k]
             if values is not None:  # an import (or builtin) wherever it resolves
                 if not values.isdisjoint(_CALLING_APIS):
                     # An API that calls what it is given: the functions passed (by name, or
                     # lambdas).
-                    passed = {n for arg in c.args for _, n in arg.names}
+                    passed = {n for arg in args for _, n in arg.names}
                     reached = [f for f in escaping if f.kind == "lambda" or f.name in passed]
                 if any(id(f) in targets for f in reached):
                     return True
                 continue  # one the analysis does not know calls nothing
             # else: a local value shadows the import: a call through it, below
-        if c.kind == "name":
-            found = lookup(c.scope, c.callee)
-            if not found and c.callee not in _BUILTINS:
+        if kind == "name":
+            found = lookup(scope, callee)
+            if not found and callee not in _BUILTINS:
                 reached = escaping  # unknown to the gate: any function
             for sc in found:
-                if c.callee in sc.defs and \
-                        not (c.callee in sc.bindings or c.callee in sc.params):
-                    reached = reached + sc.defs[c.callee]
-                elif c.callee in sc.classes:
+                if callee in sc.defs and \
+                        not (callee in sc.bindings or callee in sc.params):
+                    reached = reached + sc.defs[callee]
+                elif callee in sc.classes:
                     reached = reached + w.func_names.get("__init__", []) + \
                         w.func_names.get("__post_init__", [])
                 else:
                     reached = reached + escaping  # a variable or parameter: any function
-        elif c.kind == "attr":
-            reached = list(w.func_names.get(c.callee, ()))
-            if c.callee not in w.func_names and c.callee in w.attr_bindings:
+        elif kind == "attr":
+            reached = list(w.func_names.get(callee, ()))
+            if callee not in w.func_names and callee in w.attr_bindings:
                 reached += escaping
         else:
             reached = escaping
