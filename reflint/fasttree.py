@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import re
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - annotations only: importing typing costs start-up
@@ -129,11 +130,13 @@ class AstPositions:
         """The offset in the source of the ``ast`` position (``col`` in UTF-8 bytes)."""
         starts = self._starts
         if starts is None:
-            starts = self._starts = [0] + [m.end() for m in _NEWLINE.finditer(self._source)]
+            starts = self._starts = self._builder.line_starts()
         return starts[line - 1] + self._builder._col(line, col)
 
     def _line_col(self, offset: int):
         starts = self._starts
+        if starts is None:
+            starts = self._starts = self._builder.line_starts()
         i = bisect.bisect_right(starts, offset) - 1
         return cst.CodePosition(i + 1, offset - starts[i])
 
@@ -358,6 +361,21 @@ def _is_call_paren(src: str, p: int) -> bool:
 
 
 class _Builder:
+    _starts: Optional[list] = None
+
+    def line_starts(self) -> list:
+        """The offset of each line's first character (computed once for every AstPositions of
+        the tree): from the lines' lengths when every line ends in ``\\n``."""
+        starts = self._starts
+        if starts is None:
+            if "\r" in self.source:
+                starts = [0] + [m.end() for m in _NEWLINE.finditer(self.source)]
+            else:
+                starts = list(itertools.accumulate([len(x) + 1 for x in self.lines[:-1]],
+                                                   initial=0))
+            self._starts = starts
+        return starts
+
     def __init__(self, source: str, record: bool = False):
         self.source = source
         # id(built node) -> the ast node it was built from (with ``record``); the built nodes
@@ -388,19 +406,19 @@ class _Builder:
             ast.Pass: lambda n: N.Pass(), ast.Break: lambda n: N.Break(),
             ast.Continue: lambda n: N.Continue(), ast.Raise: self.s_raise,
             ast.Assert: self.s_assert, ast.Delete: self.s_delete,
-            ast.Global: lambda n: N.Global(names=[N.NameItem(name=N.Name(x))
+            ast.Global: lambda n: N.Global(names=[N.NameItem(name=N.Name(value=x))
                                                    for x in n.names]),
-            ast.Nonlocal: lambda n: N.Nonlocal(names=[N.NameItem(name=N.Name(x))
+            ast.Nonlocal: lambda n: N.Nonlocal(names=[N.NameItem(name=N.Name(value=x))
                                                        for x in n.names]),
             ast.Import: self.s_import, ast.ImportFrom: self.s_importfrom,
         }
         if hasattr(ast, "TypeAlias"):  # `type X[T] = ...` (Python >= 3.12)
             self._small[ast.TypeAlias] = lambda n: N.TypeAlias(
-                name=N.Name(n.name.id), value=self.expr(n.value),
+                name=N.Name(value=n.name.id), value=self.expr(n.value),
                 type_parameters=self.type_parameters(n))
         e = self.expr
         self._expr = {
-            ast.Name: lambda n: N.Name(n.id),
+            ast.Name: lambda n: N.Name(value=n.id),
             ast.Attribute: lambda n: N.Attribute(value=e(n.value), attr=self._named(n.attr, "attr", n)),
             ast.Call: self.e_call, ast.Constant: self.e_constant,
             ast.Subscript: self.e_subscript,
@@ -528,12 +546,12 @@ class _Builder:
             if getattr(t, "default_value", None) is not None:  # PEP 696 (3.13)
                 raise Unsupported("type parameter default")
             if isinstance(t, ast.TypeVar):
-                p = N.TypeVar(name=N.Name(t.name),
+                p = N.TypeVar(name=N.Name(value=t.name),
                               bound=None if t.bound is None else self.expr(t.bound))
             elif isinstance(t, ast.TypeVarTuple):
-                p = N.TypeVarTuple(name=N.Name(t.name))
+                p = N.TypeVarTuple(name=N.Name(value=t.name))
             elif isinstance(t, ast.ParamSpec):
-                p = N.ParamSpec(name=N.Name(t.name))
+                p = N.ParamSpec(name=N.Name(value=t.name))
             else:
                 raise Unsupported(type(t).__name__)
             out.append(N.TypeParam(param=p))
@@ -544,7 +562,7 @@ class _Builder:
             name=self._named(n.name, "def", n), params=self.params(n.args),
             body=self.suite(n.body),
             decorators=[N.Decorator(decorator=self.expr(d)) for d in n.decorator_list],
-            returns=None if n.returns is None else N.Annotation(self.expr(n.returns)),
+            returns=None if n.returns is None else N.Annotation(annotation=self.expr(n.returns)),
             asynchronous=N.Asynchronous() if isinstance(n, ast.AsyncFunctionDef) else None,
             type_parameters=self.type_parameters(n))
 
@@ -595,7 +613,7 @@ class _Builder:
         handler = cst.ExceptStarHandler if star else cst.ExceptHandler
         handlers = [handler(body=self.suite(h.body),
                             type=None if h.type is None else self.expr(h.type),
-                            name=None if h.name is None else N.AsName(name=N.Name(h.name)))
+                            name=None if h.name is None else N.AsName(name=N.Name(value=h.name)))
                     for h in n.handlers]
         return (cst.TryStar if star else cst.Try)(
             body=self.suite(n.body), handlers=handlers, orelse=self._else(n.orelse),
@@ -611,11 +629,11 @@ class _Builder:
         t = type(p).__name__
         if t == "MatchAs":
             return N.MatchAs(pattern=None if p.pattern is None else self.pattern(p.pattern),
-                               name=None if p.name is None else N.Name(p.name))
+                               name=None if p.name is None else N.Name(value=p.name))
         if t == "MatchValue":
             return N.MatchValue(value=self.expr(p.value))
         if t == "MatchSingleton":
-            return N.MatchSingleton(value=N.Name(repr(p.value)))
+            return N.MatchSingleton(value=N.Name(value=repr(p.value)))
         if t == "MatchSequence":
             items = [self.pattern(q) if type(q).__name__ == "MatchStar"
                      else N.MatchSequenceElement(value=self.pattern(q)) for q in p.patterns]
@@ -625,17 +643,17 @@ class _Builder:
                 return N.MatchTuple(patterns=items)
             return N.MatchList(patterns=items)
         if t == "MatchStar":
-            return N.MatchStar(name=None if p.name is None else N.Name(p.name))
+            return N.MatchStar(name=None if p.name is None else N.Name(value=p.name))
         if t == "MatchMapping":
             return N.MatchMapping(
                 elements=[N.MatchMappingElement(key=self.expr(k), pattern=self.pattern(v))
                           for k, v in zip(p.keys, p.patterns)],
-                rest=None if p.rest is None else N.Name(p.rest))
+                rest=None if p.rest is None else N.Name(value=p.rest))
         if t == "MatchClass":
             return N.MatchClass(
                 cls=self.expr(p.cls),
                 patterns=[N.MatchSequenceElement(value=self.pattern(q)) for q in p.patterns],
-                kwds=[N.MatchKeywordElement(key=N.Name(k), pattern=self.pattern(q))
+                kwds=[N.MatchKeywordElement(key=N.Name(value=k), pattern=self.pattern(q))
                       for k, q in zip(p.kwd_attrs, p.kwd_patterns)])
         if t == "MatchOr":
             last = len(p.patterns) - 1
@@ -656,7 +674,7 @@ class _Builder:
 
     def s_annassign(self, n):
         return N.AnnAssign(target=self.expr(n.target),
-                             annotation=N.Annotation(self.expr(n.annotation)),
+                             annotation=N.Annotation(annotation=self.expr(n.annotation)),
                              value=None if n.value is None else self.expr(n.value))
 
     def s_return(self, n):
@@ -677,22 +695,22 @@ class _Builder:
 
     def _dotted(self, name: str):
         parts = name.split(".")
-        node = N.Name(parts[0])
+        node = N.Name(value=parts[0])
         for p in parts[1:]:
-            node = N.Attribute(value=node, attr=N.Name(p))
+            node = N.Attribute(value=node, attr=N.Name(value=p))
         return node
 
     def _alias(self, a):
         node = N.ImportAlias(name=self._dotted(a.name),
                              asname=None if a.asname is None else
-                             N.AsName(name=N.Name(a.asname)))
+                             N.AsName(name=N.Name(value=a.asname)))
         if self.origin is not None and hasattr(a, "end_col_offset"):  # Python >= 3.10
             self.origin[id(node)] = a
         return node
 
     def _named(self, name: str, kind: str, n):
         """The Name of an attribute or a definition, placed by its ``ast`` node ``n``."""
-        node = N.Name(name)
+        node = N.Name(value=name)
         if self.origin is not None:
             self.origin[id(node)] = _Placed(kind, n, name)
         return node
@@ -711,9 +729,9 @@ class _Builder:
     # -- parameters and arguments --------------------------------------------------------
 
     def _param(self, a, default=None, star=""):
-        node = N.Param(name=N.Name(a.arg),
+        node = N.Param(name=N.Name(value=a.arg),
                          annotation=None if a.annotation is None else
-                         N.Annotation(self.expr(a.annotation)),
+                         N.Annotation(annotation=self.expr(a.annotation)),
                          default=None if default is None else self.expr(default), star=star)
         if self.origin is not None:
             self.origin[id(node)] = _Placed("param", a, star)
@@ -752,7 +770,7 @@ class _Builder:
         if k.arg is None:
             node = N.Arg(value=self.expr(k.value), star="**")
         else:
-            node = N.Arg(value=self.expr(k.value), keyword=N.Name(k.arg))
+            node = N.Arg(value=self.expr(k.value), keyword=N.Name(value=k.arg))
         if self.origin is not None:
             self.origin[id(node)] = k
         return node
@@ -789,14 +807,14 @@ class _Builder:
         if v is Ellipsis:
             return N.Ellipsis()
         if v is None or v is True or v is False:
-            return N.Name(repr(v))
+            return N.Name(value=repr(v))
         text = self.text(n)
         if isinstance(v, complex):
-            return N.Imaginary(text)
+            return N.Imaginary(value=text)
         if isinstance(v, float):
-            return N.Float(text)
+            return N.Float(value=text)
         if isinstance(v, int):
-            return N.Integer(text)
+            return N.Integer(value=text)
         raise Unsupported(type(v).__name__)
 
     def e_string(self, n):
@@ -821,7 +839,7 @@ class _Builder:
     def _one_string(self, text: str, node):
         prefix = text[:len(text) - len(text.lstrip("rRbBuUfF"))]
         if "f" not in prefix.lower():
-            return N.SimpleString(text)
+            return N.SimpleString(value=text)
         if node is None or not isinstance(node, ast.JoinedStr):
             try:
                 node = ast.parse(text, mode="eval").body
@@ -838,7 +856,7 @@ class _Builder:
         for v in values:
             if isinstance(v, ast.Constant):
                 out.append(N.FormattedStringText(
-                    str(v.value).replace("{", "{{").replace("}", "}}")))
+                    value=str(v.value).replace("{", "{{").replace("}", "}}")))
             else:
                 spec = None if v.format_spec is None else self._fparts(v.format_spec.values)
                 out.append(N.FormattedStringExpression(
@@ -945,14 +963,14 @@ class _InnerBuilder(_Builder):
         if v is Ellipsis:
             return N.Ellipsis()
         if v is None or v is True or v is False:
-            return N.Name(repr(v))
+            return N.Name(value=repr(v))
         if isinstance(v, (str, bytes)):
-            return N.SimpleString(repr(v))
+            return N.SimpleString(value=repr(v))
         if isinstance(v, complex):
-            return N.Imaginary(repr(v))
+            return N.Imaginary(value=repr(v))
         if isinstance(v, float):
-            return N.Float(repr(v))
-        return N.Integer(repr(v))
+            return N.Float(value=repr(v))
+        return N.Integer(value=repr(v))
 
     def e_string(self, n):
         if isinstance(n, ast.JoinedStr):

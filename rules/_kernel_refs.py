@@ -251,6 +251,33 @@ def item_writes(analysis) -> dict:
     return analysis.cached("writes through an item", build)
 
 
+def augstore_in(analysis, info, name: str) -> bool:
+    """Whether the kernel ``info`` (or a function nested in it) may hold an update through an
+    item of ``name`` (``name[i] += v``), as ``name_uses`` would find one: one whose nearest
+    enclosing function is ``info`` or nested in it; a class body or a function the analysis
+    did not register answers maybe. No: the kernel's names need not be walked for it."""
+    def build() -> dict:
+        out: dict = {}
+        for stmt, scope, _ in analysis.small_statements():
+            if type(stmt) is cst.AugAssign:
+                target = stmt.target
+                if type(target) is cst.Subscript and type(target.value) is cst.Name:
+                    out.setdefault(target.value.value, []).append(scope)
+        return out
+
+    for scope in analysis.cached("updates through an item", build).get(name, ()):
+        if scope is None:
+            continue  # at module level: in no kernel
+        f = analysis.functions.get(id(scope)) if type(scope) is cst.FunctionDef else None
+        if f is None:
+            return True
+        while f is not None:
+            if f is info:
+                return True
+            f = f.parent
+    return False
+
+
 def _aliases(expr) -> Optional[dict]:
     """``input_output_aliases={0: 0}`` as a dict; {} when absent; None when not a literal."""
     if expr is None:

@@ -5,7 +5,7 @@ from reflint._lazy import lazy
 from reflint.rule import Finding, Rule
 
 from ._common import REF_EVIDENCE
-from ._kernel_refs import item_writes, kernel_io, kernel_scratch, name_uses, pipeline_io
+from ._kernel_refs import augstore_in, kernel_io, kernel_scratch, name_uses, pipeline_io
 
 cst = lazy("reflint.nodes")
 
@@ -111,8 +111,8 @@ class AccumulatedWithoutInit(Rule):
                 is_output = k < len(outputs)
                 if is_output and k in aliased:
                     continue
-                if "augstore" not in item_writes(analysis).get(name, ()):
-                    continue  # no `name[...] += ...` anywhere in the module
+                if not augstore_in(analysis, info, name):
+                    continue  # no `name[...] += ...` in the kernel
                 uses = name_uses(analysis, info, name)
                 if not any(kind == "augstore" for kind, _ in uses) or \
                         any(kind in ("store", "other") for kind, _ in uses):

@@ -62,10 +62,13 @@ def test_the_class_hierarchy_is_libcst_s():
                 issubclass(LIBCST[a], LIBCST[b]), (a, b)
 
 
-def test_nodes_build_from_positions_and_keywords_and_compare_by_identity():
-    a = cst.Name("x")
+def test_nodes_build_from_keywords_and_compare_by_identity():
+    a = cst.Name(value="x")
     b = cst.Name(value="x")
     assert a.value == b.value == "x" and a.lpar == () and a != b and len({a, b}) == 2
+    assert a == a and not (a != a) and vars(a) == {"value": "x"}  # only the fields given
+    with pytest.raises(TypeError):
+        cst.Name("x", "y")  # keywords only (a namespace's constructor, in C)
     call = cst.Call(func=a)
     assert call.args == () and call.func is a
     assert repr(call) == "Call(func=Name(value='x'))"

@@ -277,7 +277,7 @@ class ArraynessMixin:
         if param is not None and self._param_not_ref(scope, name, depth):
             return True
         # The carry of a loop body (a fresh Name: the parameter, seen from its scope).
-        return param is not None and facts is None and self._ref_free(cst.Name(name), scope, 0)
+        return param is not None and facts is None and self._ref_free(cst.Name(value=name), scope, 0)
 
     def _param_not_ref(self, scope: FunctionInfo, name: str, depth: int,
                        index: Optional[int] = None) -> bool:
