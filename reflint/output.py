@@ -141,7 +141,8 @@ def format_text(diags, sources: dict, color: bool = False, unsafe_fixes: bool = 
             lines = lines_of.get(key)
             if lines is None:
                 # Lines as Python counts them (str.splitlines also splits at form feeds).
-                lines = lines_of[key] = _LINES.split(src)
+                lines = lines_of[key] = src.split("\n") if "\r" not in src else \
+                    _LINES.split(src)
             if 0 < d.line <= len(lines):
                 last = d.end_line if d.end_line and d.line < d.end_line <= len(lines) \
                     else d.line
