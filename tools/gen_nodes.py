@@ -5,9 +5,10 @@
 
 The analysis runs on these classes: same names, fields, field order, defaults and class
 hierarchy as libcst's nodes, but plain classes (a node is an instance ``__dict__`` holding the
-fields it was given; defaults are class attributes), so importing them costs about a
-millisecond where libcst's dataclasses cost about 0.2 CPU-s, and building one is a dict update
-rather than a frozen dataclass' ``__init__`` and validation. ``reflint.fasttree`` builds them
+fields it was given, as keywords; defaults are class attributes), so importing them costs
+about a millisecond where libcst's dataclasses cost about 0.2 CPU-s, and building one is
+``types.SimpleNamespace``'s constructor, in C, rather than a frozen dataclass' ``__init__``
+and validation. ``reflint.fasttree`` builds them
 from the stdlib ``ast``; ``reflint.cstbridge`` converts libcst's own tree to them when a file
 needs libcst's parser (fixes, syntax CPython's parser rejects). ``tests/test_nodes.py`` checks
 the generated module against the installed libcst.

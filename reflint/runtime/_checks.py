@@ -17,7 +17,7 @@ import sys
 import threading
 import weakref
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import jax
 import numpy as np
@@ -917,8 +917,10 @@ def _written_inputs(jaxpr: Any, grid_mapping: Any, caller: Any) -> list:
 def _outputs_read_first(jaxpr: Any, grid_mapping: Any, caller: Any) -> list:
     """The kernel's outputs (not aliased to an input) and scratch buffers whose first use in
     the jaxpr's top-level equations is a read (``get``, or ``addupdate``, which reads): the output
-    block is read before anything could write it. A first use by any other equation (a
-    ``cond`` from ``pl.when``, a loop, a DMA) ends the search for that output."""
+    block is read before anything could write it. A first use by a loop (``fori_loop``'s
+    ``scan`` or ``while``, the ref closed over by the body) is looked for in the body: its
+    first iteration reads first. A first use by any other equation (a ``cond`` from
+    ``pl.when``, a DMA) ends the search for that output."""
     aliases = caller.f_locals.get("input_output_aliases")
     if aliases is None:
         return []
@@ -931,13 +933,45 @@ def _outputs_read_first(jaxpr: Any, grid_mapping: Any, caller: Any) -> list:
     for k, v in enumerate(refs):
         if k < n_out and k in aliased:
             continue
-        for eqn in jaxpr.eqns:
-            if not any(x is v for x in eqn.invars):
-                continue
-            if eqn.primitive.name in ("get", "addupdate") and eqn.invars[0] is v:
-                found.append(f"output {k}" if k < n_out else f"scratch buffer {k - n_out}")
-            break
+        if _read_first(jaxpr.eqns, v):
+            found.append(f"output {k}" if k < n_out else f"scratch buffer {k - n_out}")
     return found
+
+
+def _read_first(eqns: Any, v: Any, depth: int = 0) -> bool:
+    """The first of ``eqns`` that uses the ref ``v`` reads it, or is a loop whose body's
+    first use of it does."""
+    for eqn in eqns:
+        at = [i for i, x in enumerate(eqn.invars) if x is v]
+        if not at:
+            continue
+        if eqn.primitive.name in ("get", "addupdate") and at[0] == 0:
+            return True
+        inner = _loop_body_ref(eqn, at[0]) if len(at) == 1 and depth < 8 else None
+        return inner is not None and _read_first(inner[0], inner[1], depth + 1)
+    return False
+
+
+def _loop_body_ref(eqn: Any, i: int) -> Optional[tuple]:
+    """(the body's equations, the body's variable) for operand ``i`` of a loop equation
+    when the body takes it, else None: ``scan``'s body takes its operands one for one
+    (constants, carry, scanned: a ref is a constant); ``while``'s takes the operands after
+    the condition's constants."""
+    params = eqn.params
+    if eqn.primitive.name == "scan":
+        body = params.get("jaxpr")
+        if len(getattr(getattr(body, "jaxpr", body), "invars", ())) != len(eqn.invars):
+            return None
+    elif eqn.primitive.name == "while":
+        nc, nb = params.get("cond_nconsts", 0), params.get("body_nconsts", 0)
+        if not nc <= i < nc + nb:
+            return None
+        body, i = params.get("body_jaxpr"), i - nc
+    else:
+        return None
+    body = getattr(body, "jaxpr", body)
+    invars = getattr(body, "invars", ())
+    return (body.eqns, invars[i]) if i < len(invars) else None
 
 
 def _public_spellings(pred: Callable[[Any], bool]) -> Iterator[tuple[Any, str, Any]]:
