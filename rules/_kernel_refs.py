@@ -251,18 +251,59 @@ def item_writes(analysis) -> dict:
     return analysis.cached("writes through an item", build)
 
 
+def reads_own_item(stmt, name: str) -> bool:
+    """The store ``stmt`` (``name[i] = value``) reads an item of ``name`` in its value
+    (``o_ref[...] = o_ref[...] * decay + v``): it updates the ref's contents, as ``+=`` does.
+    A read for its metadata only (``jnp.zeros_like(o_ref[...])``, ``o_ref[...].shape``)
+    initialises: the value stored does not depend on the contents."""
+    children = _analysis.child_nodes
+    stack = [(stmt.value, None, None)]
+    while stack:
+        node, parent, grand = stack.pop()
+        if type(node) is cst.Subscript and type(node.value) is cst.Name and \
+                node.value.value == name and not _metadata_read(parent, grand):
+            return True
+        stack.extend((child, node, parent) for child in children(node))
+    return False
+
+
+def _metadata_read(parent, grand) -> bool:
+    """A read ``r[...]`` whose parent is ``parent`` (grandparent ``grand``) is used for its
+    shape or dtype only: ``r[...].shape``, ``jnp.zeros_like(r[...])`` (any ``*_like``), an
+    array-metadata function of the registry (``jnp.shape(r[...])``); not a ``*_like``'s fill
+    value."""
+    if type(parent) is cst.Attribute:
+        return parent.attr.value in _METADATA
+    if type(parent) is cst.Arg and type(grand) is cst.Call:
+        func = grand.func
+        last = func.attr.value if type(func) is cst.Attribute else \
+            func.value if type(func) is cst.Name else ""
+        if last.endswith("_like"):  # its first argument only (`full_like(x, r[...])`)
+            return bool(grand.args) and grand.args[0] is parent and not parent.keyword
+        return last in api.ARRAY_METADATA_FUNCTIONS
+    return False
+
+
 def augstore_in(analysis, info, name: str) -> bool:
     """Whether the kernel ``info`` (or a function nested in it) may hold an update through an
-    item of ``name`` (``name[i] += v``), as ``name_uses`` would find one: one whose nearest
-    enclosing function is ``info`` or nested in it; a class body or a function the analysis
-    did not register answers maybe. No: the kernel's names need not be walked for it."""
+    item of ``name`` (``name[i] += v``, or ``name[i] = ... name[j] ...``), as ``name_uses``
+    would find one: one whose nearest enclosing function is ``info`` or nested in it; a class
+    body or a function the analysis did not register answers maybe. No: the kernel's names
+    need not be walked for it."""
     def build() -> dict:
         out: dict = {}
         for stmt, scope, _ in analysis.small_statements():
-            if type(stmt) is cst.AugAssign:
+            t = type(stmt)
+            if t is cst.AugAssign:
                 target = stmt.target
                 if type(target) is cst.Subscript and type(target.value) is cst.Name:
                     out.setdefault(target.value.value, []).append(scope)
+            elif t is cst.Assign:
+                for a in stmt.targets:
+                    target = a.target
+                    if type(target) is cst.Subscript and type(target.value) is cst.Name and \
+                            reads_own_item(stmt, target.value.value):
+                        out.setdefault(target.value.value, []).append(scope)
         return out
 
     for scope in analysis.cached("updates through an item", build).get(name, ()):

@@ -5,7 +5,8 @@ from reflint._lazy import lazy
 from reflint.rule import Finding, Rule
 
 from ._common import REF_EVIDENCE
-from ._kernel_refs import augstore_in, kernel_io, kernel_scratch, name_uses, pipeline_io
+from ._kernel_refs import (augstore_in, kernel_io, kernel_scratch, name_uses, pipeline_io,
+                           reads_own_item)
 
 cst = lazy("reflint.nodes")
 
@@ -14,9 +15,10 @@ class AccumulatedWithoutInit(Rule):
     """A Pallas kernel accumulates into an output or scratch ref it never initialises.
 
     ## What it does
-    Reports `o_ref[...] += v` (any augmented operator) in a `pl.pallas_call` kernel when
-    `o_ref` is an output or scratch ref of the kernel and the kernel never writes it otherwise:
-    no `o_ref[...] = ...` anywhere in the kernel (a `@pl.when(pl.program_id(k) == 0)` body
+    Reports `o_ref[...] += v` (any augmented operator), or `o_ref[...] = o_ref[...] + v` (a
+    store whose value reads the same ref), in a `pl.pallas_call` kernel when `o_ref` is an
+    output or scratch ref of the kernel and the kernel never writes it otherwise: no other
+    `o_ref[...] = ...` anywhere in the kernel (a `@pl.when(pl.program_id(k) == 0)` body
     included), the ref is not handed to anything (a DMA, a helper), and the output is not
     aliased to an input (`input_output_aliases`). Also in the body of a TPU
     `pltpu.emit_pipeline`, for its output blocks (copied out after each step, never in).
@@ -26,7 +28,7 @@ class AccumulatedWithoutInit(Rule):
     output array in before the kernel runs. `o_ref[...] += v` reads that block first. On a grid
     whose output index map ignores the reduction axis the block is revisited and the sum is
     meant to start from zero on the first visit; without the initialisation it starts from
-    whatever the buffer held. JAX says nothing: the result is garbage on device and NaN under
+    whatever the buffer held. `o_ref[...] = o_ref[...] * decay + v` reads it the same way. JAX says nothing: the result is garbage on device and NaN under
     `interpret=True` (measured on JAX 0.10.2, CPU).
 
     ## Example
@@ -74,7 +76,9 @@ class AccumulatedWithoutInit(Rule):
     name bound once to one, also in a grid spec); its outputs also need positional operands,
     an `out_shape` it can count (a `ShapeDtypeStruct`, an Array or a literal tuple of them,
     also through a name the launching function binds), a literal `input_output_aliases`, and
-    as many ref parameters as operands, outputs and scratch buffers together. Any other write
+    as many ref parameters as operands, outputs and scratch buffers together. A store that
+    reads the ref only for its shape or dtype (`jnp.zeros_like(o_ref[...])`,
+    `o_ref[...].shape`) initialises it. Any other write
     of the ref, however conditional, counts as an initialisation (the rule does not check
     that the condition selects the first visit), and so does handing the ref to any function
     (an accumulation in a helper the kernel calls is not followed). A pipeline body is
@@ -87,7 +91,8 @@ class AccumulatedWithoutInit(Rule):
 
     ## Runtime message
     None: JAX is silent. `reflint run` checks the kernel's traced program: an output (not
-    aliased) or scratch buffer whose first operation is a read, with no earlier write, fails
+    aliased) or scratch buffer whose first operation is a read (or a loop, `fori_loop`'s, whose
+    body reads it first), with no earlier write, fails
     with `REF028 accumulated-without-init: output 0 of the Pallas kernel ... is read ...
     before anything writes it`.
     """
@@ -112,17 +117,31 @@ class AccumulatedWithoutInit(Rule):
                 if is_output and k in aliased:
                     continue
                 if not augstore_in(analysis, info, name):
-                    continue  # no `name[...] += ...` in the kernel
+                    continue  # no `name[...] += ...` (or `= name[...] ...`) in the kernel
                 uses = name_uses(analysis, info, name)
-                if not any(kind == "augstore" for kind, _ in uses) or \
-                        any(kind in ("store", "other") for kind, _ in uses):
+                # A store whose value reads the ref accumulates too; any other store, or the
+                # ref handed on, may initialise it.
+                kinds = [("augstore" if kind == "store" and reads_own_item(node, name) else kind, node)
+                         for kind, node in uses]
+                if any(kind in ("store", "other") for kind, _ in kinds):
                     continue
-                stmt = next(node for kind, node in uses if kind == "augstore")
+                first = next((node for kind, node in kinds if kind == "augstore"), None)
+                if first is None:
+                    continue
+                stmt = first
+                if type(stmt) is cst.AugAssign:
+                    how, target = f"`{_op(stmt)}`", stmt.target
+                else:  # `name[i] = ... name[j] ...`: the target writing the ref
+                    how = f"a store of its own contents (`{name}[...] = {name}[...] ...`)"
+                    target = next(a.target for a in stmt.targets
+                                  if type(a.target) is cst.Subscript and
+                                  type(a.target.value) is cst.Name and
+                                  a.target.value.value == name)
                 what = "output" if is_output else "scratch"
                 yield Finding(
-                    stmt.target,
+                    target,
                     f"{name} is {'an' if is_output else 'a'} {what} ref of the {what_fn} "
-                    f"{info.name} updated with `{_op(stmt)}` but never initialised: its "
+                    f"{info.name} updated with {how} but never initialised: its "
                     f"buffer starts uninitialised, so the result is garbage (NaN under "
                     f"interpret=True); write it first, e.g. under "
                     f"@pl.when(pl.program_id(axis) == 0)")
