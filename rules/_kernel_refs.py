@@ -237,18 +237,24 @@ def item_writes(analysis) -> dict:
     def build() -> dict:
         out: dict = {}
         for stmt, _, _ in analysis.small_statements():
-            t = type(stmt)
-            if t is cst.AugAssign:
-                targets, kind = (stmt.target,), "augstore"
-            elif t is cst.Assign:
-                targets, kind = [a.target for a in stmt.targets], "store"
-            else:
-                continue
-            for target in targets:
-                if type(target) is cst.Subscript and type(target.value) is cst.Name:
-                    out.setdefault(target.value.value, set()).add(kind)
+            for name, kind in _item_targets(stmt):
+                out.setdefault(name, set()).add(kind)
         return out
     return analysis.cached("writes through an item", build)
+
+
+def _item_targets(stmt) -> list:
+    """(name, kind) for each target ``name[i]`` of the small statement ``stmt``: "augstore"
+    for ``name[i] += v``, "store" for ``name[i] = v``."""
+    t = type(stmt)
+    if t is cst.AugAssign:
+        targets, kind = (stmt.target,), "augstore"
+    elif t is cst.Assign:
+        targets, kind = [a.target for a in stmt.targets], "store"
+    else:
+        return []
+    return [(tg.value.value, kind) for tg in targets
+            if type(tg) is cst.Subscript and type(tg.value) is cst.Name]
 
 
 def reads_own_item(stmt, name: str) -> bool:
@@ -293,17 +299,9 @@ def augstore_in(analysis, info, name: str) -> bool:
     def build() -> dict:
         out: dict = {}
         for stmt, scope, _ in analysis.small_statements():
-            t = type(stmt)
-            if t is cst.AugAssign:
-                target = stmt.target
-                if type(target) is cst.Subscript and type(target.value) is cst.Name:
-                    out.setdefault(target.value.value, []).append(scope)
-            elif t is cst.Assign:
-                for a in stmt.targets:
-                    target = a.target
-                    if type(target) is cst.Subscript and type(target.value) is cst.Name and \
-                            reads_own_item(stmt, target.value.value):
-                        out.setdefault(target.value.value, []).append(scope)
+            for name, kind in _item_targets(stmt):
+                if kind == "augstore" or reads_own_item(stmt, name):
+                    out.setdefault(name, []).append(scope)
         return out
 
     for scope in analysis.cached("updates through an item", build).get(name, ()):
