@@ -261,16 +261,31 @@ def reads_own_item(stmt, name: str) -> bool:
     """The store ``stmt`` (``name[i] = value``) reads an item of ``name`` in its value
     (``o_ref[...] = o_ref[...] * decay + v``): it updates the ref's contents, as ``+=`` does.
     A read for its metadata only (``jnp.zeros_like(o_ref[...])``, ``o_ref[...].shape``)
-    initialises: the value stored does not depend on the contents."""
+    initialises: the value stored does not depend on the contents; so may a value that
+    selects (``jnp.where(k == 0, x, o_ref[...] + x)``, ``lax.select``, a conditional
+    expression), which can leave the contents out on the first visit."""
     children = _analysis.child_nodes
     stack = [(stmt.value, None, None)]
+    reads = False
     while stack:
         node, parent, grand = stack.pop()
-        if type(node) is cst.Subscript and type(node.value) is cst.Name and \
+        t = type(node)
+        if t is cst.IfExp or t is cst.Call and _last_name(node.func) in _SELECTS:
+            return False
+        if t is cst.Subscript and type(node.value) is cst.Name and \
                 node.value.value == name and not _metadata_read(parent, grand):
-            return True
+            reads = True
         stack.extend((child, node, parent) for child in children(node))
-    return False
+    return reads
+
+
+# Calls that select between their operands: a store through one may initialise the ref.
+_SELECTS = frozenset({"where", "select", "select_n", "cond", "switch"})
+
+
+def _last_name(func) -> str:
+    return func.attr.value if type(func) is cst.Attribute else \
+        func.value if type(func) is cst.Name else ""
 
 
 def _metadata_read(parent, grand) -> bool:
@@ -281,9 +296,7 @@ def _metadata_read(parent, grand) -> bool:
     if type(parent) is cst.Attribute:
         return parent.attr.value in _METADATA
     if type(parent) is cst.Arg and type(grand) is cst.Call:
-        func = grand.func
-        last = func.attr.value if type(func) is cst.Attribute else \
-            func.value if type(func) is cst.Name else ""
+        last = _last_name(grand.func)
         if last.endswith("_like"):  # its first argument only (`full_like(x, r[...])`)
             return bool(grand.args) and grand.args[0] is parent and not parent.keyword
         return last in api.ARRAY_METADATA_FUNCTIONS

@@ -78,7 +78,9 @@ class AccumulatedWithoutInit(Rule):
     also through a name the launching function binds), a literal `input_output_aliases`, and
     as many ref parameters as operands, outputs and scratch buffers together. A store that
     reads the ref only for its shape or dtype (`jnp.zeros_like(o_ref[...])`,
-    `o_ref[...].shape`) initialises it. Any other write
+    `o_ref[...].shape`) initialises it, and so does one whose value selects
+    (`jnp.where(k == 0, x, o_ref[...] + x)`, `lax.select`, `a if c else b`): it may leave the
+    contents out on the first visit. Any other write
     of the ref, however conditional, counts as an initialisation (the rule does not check
     that the condition selects the first visit), and so does handing the ref to any function
     (an accumulation in a helper the kernel calls is not followed). A pipeline body is
@@ -92,7 +94,8 @@ class AccumulatedWithoutInit(Rule):
     ## Runtime message
     None: JAX is silent. `reflint run` checks the kernel's traced program: an output (not
     aliased) or scratch buffer whose first operation is a read (or a loop, `fori_loop`'s, whose
-    body reads it first), with no earlier write, fails
+    body reads it first) whose value reaches no selection (`jnp.where`), with no earlier
+    write, fails
     with `REF028 accumulated-without-init: output 0 of the Pallas kernel ... is read ...
     before anything writes it`.
     """

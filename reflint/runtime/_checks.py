@@ -941,14 +941,41 @@ def _outputs_read_first(jaxpr: Any, grid_mapping: Any, caller: Any) -> list:
 def _read_first(eqns: Any, v: Any, depth: int = 0) -> bool:
     """The first of ``eqns`` that uses the ref ``v`` reads it, or is a loop whose body's
     first use of it does."""
-    for eqn in eqns:
+    for k, eqn in enumerate(eqns):
         at = [i for i, x in enumerate(eqn.invars) if x is v]
         if not at:
             continue
-        if eqn.primitive.name in ("get", "addupdate") and at[0] == 0:
+        if eqn.primitive.name == "addupdate" and at[0] == 0:
             return True
+        if eqn.primitive.name == "get" and at[0] == 0:
+            # `jnp.where(first, x, o_ref[...] + x)`: the contents may be selected away.
+            return not _maybe_selected(eqns[k + 1:], eqn.outvars)
         inner = _loop_body_ref(eqn, at[0]) if len(at) == 1 and depth < 8 else None
         return inner is not None and _read_first(inner[0], inner[1], depth + 1)
+    return False
+
+
+_SELECTING = frozenset({"select_n", "cond", "switch"})
+
+
+def _maybe_selected(eqns: Any, values: Any, depth: int = 0) -> bool:
+    """What ``eqns`` compute from ``values`` reaches an operand of a selection (``select_n``,
+    which ``jnp.where`` and ``lax.select`` become, or a ``cond``), also inside a jitted
+    function (``jnp.where`` is one): a read whose value may be left out."""
+    seen = {id(x) for x in values}
+    for eqn in eqns:
+        at = [i for i, x in enumerate(eqn.invars) if id(x) in seen]
+        if not at:
+            continue
+        if eqn.primitive.name in _SELECTING:
+            return True
+        inner = eqn.params.get("jaxpr") if depth < 8 else None
+        inner = getattr(inner, "jaxpr", inner)
+        invars = getattr(inner, "invars", None)
+        if invars is not None and len(invars) == len(eqn.invars) and \
+                _maybe_selected(inner.eqns, [invars[i] for i in at], depth + 1):
+            return True
+        seen.update(id(x) for x in eqn.outvars)
     return False
 
 
