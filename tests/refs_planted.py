@@ -11,7 +11,8 @@ time in real code that creates refs (``r = jax.new_ref(x)``, ``jax.array_ref``,
   the ref: ``return r``. A ref created inside the trace escapes it.
 * ``twice`` (REF002): a call of such a function given two distinct refs created in the calling
   function, ``f(a, b)``, gets the first twice: ``f(a, a)``.
-* ``init`` (REF028): in a function accumulating into a ref it takes (``acc_ref[...] += v``), the
+* ``init`` (REF028): in a function accumulating into a ref it takes (``acc_ref[...] += v``, or
+  ``acc_ref[...] = acc_ref[...] * a + v``: a store whose value reads the ref's contents), the
   ``@pl.when(...)`` body that only initialises that ref (``acc_ref[...] = jnp.zeros(...)``)
   loses the initialisation (``pass`` in its place), when the function writes the ref nowhere
   else. Reported on an accumulation's line when the function is a Pallas kernel (a function
@@ -190,7 +191,9 @@ def _init_plants(func, source, offsets, lines) -> list:
         elif isinstance(node, ast.Assign):
             for t in node.targets:
                 name = _subscript_target(t)
-                if name in params:
+                if name in params and _reads_contents(node.value, name):
+                    accumulated.setdefault(name, node.lineno)
+                elif name in params:
                     writes.setdefault(name, []).append(node)
     out = []
     for inner in func.body:
@@ -207,9 +210,30 @@ def _init_plants(func, source, offsets, lines) -> list:
             if name not in accumulated or len(writes.get(name, ())) != 1:
                 continue
             start, end = _span(source, offsets, lines, st)
-            new = source[:start] + "pass" + source[end:]
+            # Its lines kept (blank), so that the accumulation keeps its line number.
+            new = source[:start] + "pass" + "\n" * source.count("\n", start, end) + \
+                source[end:]
             out.append((accumulated[name], new, source[start:end]))
     return out
+
+
+def _reads_contents(value, name: str) -> bool:
+    """``value`` reads an item of ``name`` for its contents: not for its shape or dtype
+    (``jnp.zeros_like(r[...])``, ``r[...].shape``), and not through a selection that may
+    leave it out (``jnp.where``, ``lax.select``, ``a if c else b``)."""
+    metadata = set()
+    for node in ast.walk(value):
+        if isinstance(node, ast.IfExp) or isinstance(node, ast.Call) and \
+                (_dotted(node.func) or "").rpartition(".")[2] in ("where", "select", "select_n",
+                                                          "cond", "switch"):
+            return False
+        if isinstance(node, ast.Attribute) and node.attr in ("shape", "dtype", "ndim", "size"):
+            metadata.add(id(node.value))
+        if isinstance(node, ast.Call) and node.args and \
+                (_dotted(node.func) or "").endswith("_like"):
+            metadata.add(id(node.args[0]))
+    return any(isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and
+               n.value.id == name and id(n) not in metadata for n in ast.walk(value))
 
 
 def measure(files) -> dict:
