@@ -261,22 +261,22 @@ def reads_own_item(stmt, name: str) -> bool:
     """The store ``stmt`` (``name[i] = value``) reads an item of ``name`` in its value
     (``o_ref[...] = o_ref[...] * decay + v``): it updates the ref's contents, as ``+=`` does.
     A read for its metadata only (``jnp.zeros_like(o_ref[...])``, ``o_ref[...].shape``)
-    initialises: the value stored does not depend on the contents; so may a value that
-    selects (``jnp.where(k == 0, x, o_ref[...] + x)``, ``lax.select``, a conditional
-    expression), which can leave the contents out on the first visit."""
+    initialises: the value stored does not depend on the contents; so may a read inside a
+    selection (``jnp.where(k == 0, x, o_ref[...] + x)``, ``lax.select``, a conditional
+    expression), which can leave the contents out on the first visit (a selection beside the
+    read, ``o_ref[...] + jnp.where(m, x, 0)``, does not)."""
     children = _analysis.child_nodes
     stack = [(stmt.value, None, None)]
-    reads = False
     while stack:
         node, parent, grand = stack.pop()
         t = type(node)
         if t is cst.IfExp or t is cst.Call and _last_name(node.func) in _SELECTS:
-            return False
+            continue  # a read in there may be selected away
         if t is cst.Subscript and type(node.value) is cst.Name and \
                 node.value.value == name and not _metadata_read(parent, grand):
-            reads = True
+            return True
         stack.extend((child, node, parent) for child in children(node))
-    return reads
+    return False
 
 
 # Calls that select between their operands: a store through one may initialise the ref.

@@ -226,7 +226,7 @@ def _reads_contents(value, name: str) -> bool:
         if isinstance(node, ast.IfExp) or isinstance(node, ast.Call) and \
                 (_dotted(node.func) or "").rpartition(".")[2] in ("where", "select", "select_n",
                                                           "cond", "switch"):
-            return False
+            metadata.update(id(n) for n in ast.walk(node))  # may be selected away
         if isinstance(node, ast.Attribute) and node.attr in ("shape", "dtype", "ndim", "size"):
             metadata.add(id(node.value))
         if isinstance(node, ast.Call) and node.args and \
