@@ -28,8 +28,9 @@ class AccumulatedWithoutInit(Rule):
     output array in before the kernel runs. `o_ref[...] += v` reads that block first. On a grid
     whose output index map ignores the reduction axis the block is revisited and the sum is
     meant to start from zero on the first visit; without the initialisation it starts from
-    whatever the buffer held. `o_ref[...] = o_ref[...] * decay + v` reads it the same way. JAX says nothing: the result is garbage on device and NaN under
-    `interpret=True` (measured on JAX 0.10.2, CPU).
+    whatever the buffer held (`o_ref[...] = o_ref[...] * decay + v` reads it the same way).
+    JAX says nothing: the result is garbage on device and NaN under `interpret=True`
+    (measured on JAX 0.10.2, CPU).
 
     ## Example
     ```python
@@ -78,9 +79,9 @@ class AccumulatedWithoutInit(Rule):
     also through a name the launching function binds), a literal `input_output_aliases`, and
     as many ref parameters as operands, outputs and scratch buffers together. A store that
     reads the ref only for its shape or dtype (`jnp.zeros_like(o_ref[...])`,
-    `o_ref[...].shape`) initialises it, and so does one whose value selects
-    (`jnp.where(k == 0, x, o_ref[...] + x)`, `lax.select`, `a if c else b`): it may leave the
-    contents out on the first visit. Any other write
+    `o_ref[...].shape`) initialises it, and so does one that reads it only inside a selection
+    (`jnp.where(k == 0, x, o_ref[...] + x)`, `lax.select`, `a if c else b`), which may leave
+    the contents out on the first visit. Any other write
     of the ref, however conditional, counts as an initialisation (the rule does not check
     that the condition selects the first visit), and so does handing the ref to any function
     (an accumulation in a helper the kernel calls is not followed). A pipeline body is
@@ -124,8 +125,8 @@ class AccumulatedWithoutInit(Rule):
                 uses = name_uses(analysis, info, name)
                 # A store whose value reads the ref accumulates too; any other store, or the
                 # ref handed on, may initialise it.
-                kinds = [("augstore" if kind == "store" and reads_own_item(node, name) else kind, node)
-                         for kind, node in uses]
+                kinds = [("augstore" if kind == "store" and reads_own_item(node, name) else kind,
+                          node) for kind, node in uses]
                 if any(kind in ("store", "other") for kind, _ in kinds):
                     continue
                 first = next((node for kind, node in kinds if kind == "augstore"), None)
