@@ -1037,6 +1037,13 @@ ARRAY_METADATA_FUNCTIONS = frozenset({
     "shape", "dtype", "iinfo", "finfo", "result_type", "promote_types", "broadcast_shapes",
     "initializers", "key_data", "split_key",
 })
+# What selects between its operands, by the last name it is spelled with: `jnp.where(c, a,
+# b)`, `lax.select`/`select_n`, and the control flow running one of several functions
+# (`lax.cond`, `lax.switch`). A value read inside one may be left out: REF028 counts a store
+# that reads a ref only there as one that may initialise it.
+SELECTING_WORDS = frozenset({"where", "select", "select_n", "cond", "switch"})
+# The same in a traced program: the primitives those become (the runtime's REF028 check).
+SELECTING_PRIMITIVES = frozenset({"select_n", "cond"})
 # Functions of the array modules that return a Python list/tuple of arrays, not an Array
 # (item assignment on their result is fine; an element of it is an Array).
 SEQUENCE_RESULT_FUNCTIONS = frozenset({

@@ -270,7 +270,7 @@ def reads_own_item(stmt, name: str) -> bool:
     while stack:
         node, parent, grand = stack.pop()
         t = type(node)
-        if t is cst.IfExp or t is cst.Call and _last_name(node.func) in _SELECTS:
+        if t is cst.IfExp or t is cst.Call and _last_name(node.func) in api.SELECTING_WORDS:
             continue  # a read in there may be selected away
         if t is cst.Subscript and type(node.value) is cst.Name and \
                 node.value.value == name and not _metadata_read(parent, grand):
@@ -279,8 +279,6 @@ def reads_own_item(stmt, name: str) -> bool:
     return False
 
 
-# Calls that select between their operands: a store through one may initialise the ref.
-_SELECTS = frozenset({"where", "select", "select_n", "cond", "switch"})
 
 
 def _last_name(func) -> str:

@@ -955,9 +955,6 @@ def _read_first(eqns: Any, v: Any, depth: int = 0) -> bool:
     return False
 
 
-_SELECTING = frozenset({"select_n", "cond", "switch"})
-
-
 def _maybe_selected(eqns: Any, values: Any, depth: int = 0) -> bool:
     """What ``eqns`` compute from ``values`` reaches an operand of a selection (``select_n``,
     which ``jnp.where`` and ``lax.select`` become, or a ``cond``), also inside a jitted
@@ -967,7 +964,7 @@ def _maybe_selected(eqns: Any, values: Any, depth: int = 0) -> bool:
         at = [i for i, x in enumerate(eqn.invars) if id(x) in seen]
         if not at:
             continue
-        if eqn.primitive.name in _SELECTING:
+        if eqn.primitive.name in static_api.SELECTING_PRIMITIVES:
             return True
         inner = eqn.params.get("jaxpr") if depth < 8 else None
         inner = getattr(inner, "jaxpr", inner)
