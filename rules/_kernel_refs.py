@@ -270,7 +270,8 @@ def reads_own_item(stmt, name: str) -> bool:
     while stack:
         node, parent, grand = stack.pop()
         t = type(node)
-        if t is cst.IfExp or t is cst.Call and _last_name(node.func) in api.SELECTING_WORDS:
+        if t is cst.IfExp or t is cst.Call and \
+                _analysis.last_name(node.func) in api.SELECTING_WORDS:
             continue  # a read in there may be selected away
         if t is cst.Subscript and type(node.value) is cst.Name and \
                 node.value.value == name and not _metadata_read(parent, grand):
@@ -281,11 +282,6 @@ def reads_own_item(stmt, name: str) -> bool:
 
 
 
-def _last_name(func) -> str:
-    return func.attr.value if type(func) is cst.Attribute else \
-        func.value if type(func) is cst.Name else ""
-
-
 def _metadata_read(parent, grand) -> bool:
     """A read ``r[...]`` whose parent is ``parent`` (grandparent ``grand``) is used for its
     shape or dtype only: ``r[...].shape``, ``jnp.zeros_like(r[...])`` (any ``*_like``), an
@@ -294,7 +290,7 @@ def _metadata_read(parent, grand) -> bool:
     if type(parent) is cst.Attribute:
         return parent.attr.value in _METADATA
     if type(parent) is cst.Arg and type(grand) is cst.Call:
-        last = _last_name(grand.func)
+        last = _analysis.last_name(grand.func)
         if last.endswith("_like"):  # its first argument only (`full_like(x, r[...])`)
             return bool(grand.args) and grand.args[0] is parent and not parent.keyword
         return last in api.ARRAY_METADATA_FUNCTIONS

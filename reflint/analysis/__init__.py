@@ -102,6 +102,7 @@ from .syntax import (  # noqa: F401
     _target_names,
     child_nodes,
     dotted_name,
+    last_name,
     op_text,
     slice_exprs,
     walk_nodes,

@@ -50,7 +50,7 @@ from .. import nodes as cst
 from .. import api
 from ..values import QN, ArrayVal, FuncVal, RefVal, SeqVal, contains_ref
 from .facts import FunctionInfo
-from .syntax import _in_own_scope, _target_names, walk_nodes
+from .syntax import _in_own_scope, _target_names, last_name, walk_nodes
 
 _MAX_DEPTH = 4
 _CONSTANTS = ("builtins.None", "builtins.True", "builtins.False")
@@ -235,7 +235,7 @@ class ArraynessMixin:
                        for side in (ann.left, ann.right)) and \
                 not (_is_none(ann.left) and _is_none(ann.right))
         if t is cst.Subscript:
-            head = _last_name(ann.value)
+            head = last_name(ann.value)
             args = [e.slice.value for e in ann.slice if type(e.slice) is cst.Index]
             if len(args) != len(ann.slice) or not args:
                 return False
@@ -637,12 +637,6 @@ _SEQUENCES = ("list", "List", "Sequence", "MutableSequence", "tuple", "Tuple")
 
 def _is_none(expr) -> bool:
     return type(expr) is cst.Name and expr.value == "None"
-
-
-def _last_name(expr) -> str:
-    if type(expr) is cst.Name:
-        return expr.value
-    return expr.attr.value if type(expr) is cst.Attribute else ""
 
 
 def _declarations(cls, attr: str) -> list:

@@ -46,6 +46,7 @@ from .facts import (
     ClassInfo,
     FunctionInfo,
 )
+from .syntax import last_name
 
 _PATH_STEP = re.compile(r"\.(\w+)|\[([^\[\]]*)\]")
 # How deep values are followed when an object's slots are built from its class's summary.
@@ -606,10 +607,7 @@ def _static_expr(expr) -> bool:
     if t in (cst.Tuple, cst.List):
         return all(_static_expr(e.value) for e in expr.elements)
     if t is cst.Call:
-        f = expr.func
-        name = f.attr.value if type(f) is cst.Attribute else f.value if type(f) is cst.Name \
-            else ""
-        return name == "partial"
+        return last_name(expr.func) == "partial"
     return False
 
 

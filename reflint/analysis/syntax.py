@@ -258,6 +258,13 @@ def _params_of(params: cst.Parameters) -> list:
     return out
 
 
+def last_name(expr) -> str:
+    """The last name of a Name/Attribute (``jnp.where`` -> ``where``), else ""."""
+    if type(expr) is cst.Name:
+        return expr.value
+    return expr.attr.value if type(expr) is cst.Attribute else ""
+
+
 def dotted_name(node) -> Optional[str]:
     """`a.b.c` for a Name/Attribute chain, else None."""
     if isinstance(node, cst.Name):
