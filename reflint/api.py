@@ -1044,6 +1044,21 @@ ARRAY_METADATA_FUNCTIONS = frozenset({
 SELECTING_WORDS = frozenset({"where", "select", "select_n", "cond", "switch"})
 # The same in a traced program: the primitives those become (the runtime's REF028 check).
 SELECTING_PRIMITIVES = frozenset({"select_n", "cond"})
+# Pallas's index constructors: an index built by one (`x_ref[pl.ds(0, 8)]`, `x_ref[pl.ds(i,
+# n), :]`) indexes a ref, which a pytree of refs (a tuple, a dict) cannot take: the subscript
+# reads the ref.
+REF_INDEXERS = frozenset({"jax.experimental.pallas.ds", "jax.experimental.pallas.dslice",
+                          "jax.experimental.pallas.Slice"})
+# What describes one array, by the last name of the call spelling it: given as a
+# `pallas_call`'s `out_shape` (alone, or as an element of a literal tuple or list), each is one
+# output ref of the kernel. `jax.ShapeDtypeStruct(...)` and `.like(x)`, `jax.typeof(x)` (an
+# Array's type), a memory space's allocation (`pltpu.VMEM(shape, dtype)`, `pltpu.ANY(...)`,
+# `pl.MemoryRef(aval, space)`) and a semaphore type's (`pltpu.SemaphoreType.DMA(())`).
+ONE_ARRAY_DESCRIPTIONS = frozenset({"ShapeDtypeStruct", "typeof", "VMEM", "SMEM", "HBM", "ANY",
+                                    "MemoryRef"})
+# ... and a call of an attribute of these: `jax.ShapeDtypeStruct.like(x)`,
+# `pltpu.SemaphoreType.DMA(())`.
+ONE_ARRAY_DESCRIPTION_OWNERS = frozenset({"ShapeDtypeStruct", "SemaphoreType"})
 # Functions of the array modules that return a Python list/tuple of arrays, not an Array
 # (item assignment on their result is fine; an element of it is an Array).
 SEQUENCE_RESULT_FUNCTIONS = frozenset({
@@ -1061,6 +1076,16 @@ SEQUENCE_RESULT_FUNCTIONS = frozenset({
 })
 # Modules whose functions return JAX Arrays (for REF013 and for "is this an Array").
 JAX_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
+# Pallas functions (of kernels) that return an Array (annotated `-> jax.Array` or binding a
+# primitive on Arrays, JAX 0.10.2 and 0.12.0.1): `o_ref = pltpu.roll(x, 1, 0)` rebinds an output
+# ref to an Array (REF019). Not array functions for REF007: what they do with a ref is not
+# measured.
+PALLAS_ARRAY_FUNCTIONS = frozenset(
+    [f"jax.experimental.pallas.tpu.{n}" for n in (
+        "bitcast", "roll", "stochastic_round", "pack_elementwise", "unpack_elementwise",
+        "matmul_pop", "prng_random_bits", "stateful_uniform", "stateful_normal",
+        "stateful_bits", "stateful_bernoulli", "reciprocal")] +
+    ["jax.experimental.pallas.reciprocal"])
 
 # Attributes of a Ref that are valid without reading it.
 REF_ATTRIBUTES_OK = frozenset({
@@ -1203,7 +1228,7 @@ def rejects_refs(qualname: str) -> bool:
 def returns_jax_array(qualname: str) -> bool:
     if canonical(qualname) is not None:
         return False
-    return qualname.startswith(JAX_ARRAY_MODULES)
+    return qualname.startswith(JAX_ARRAY_MODULES) or qualname in PALLAS_ARRAY_FUNCTIONS
 
 
 # --------------------------------------------------------------------------------------------

@@ -164,6 +164,8 @@ def _kernel_io(analysis, info) -> Optional[KernelIO]:
         scratch = _scratch_count(analysis, launch, entries)
         if scratch is None:
             return None
+        if n_out is None:
+            n_out = _outputs_by_arity(info, params, launch.operands, scratch)
         if n_out is None or launch.operands + n_out + scratch != len(params):
             return None
         aliases = _aliases(launch.kwargs.get("input_output_aliases"))
@@ -179,6 +181,20 @@ def _kernel_io(analysis, info) -> Optional[KernelIO]:
     return found
 
 
+def _outputs_by_arity(info, params: list, operands: int, scratch: int) -> Optional[int]:
+    """How many outputs a kernel has whose ``out_shape`` cannot be counted (a parameter, a
+    name bound elsewhere), from its arity: when nothing binds one of its positional
+    parameters (no ``functools.partial`` argument, none taken for configuration) and none
+    has a default, ``pallas_call`` passes it exactly one ref per parameter (the inputs, the
+    outputs, the scratch buffers): the outputs are what the operands and scratch buffers
+    leave. None otherwise, or when that leaves none."""
+    positional = [p for p in info.params if p.kind in ("pos", "posonly")]
+    if len(positional) != len(params) or any(p.node.default is not None for p in positional):
+        return None
+    n = len(params) - operands - scratch
+    return n if n >= 1 else None
+
+
 def _count_outputs(analysis, expr, scope=None) -> Optional[int]:
     """How many output refs ``out_shape`` (read in ``scope``) gives: a tuple/list literal of
     structs, one ``ShapeDtypeStruct(...)``, or one Array, also through a name bound to one;
@@ -192,9 +208,22 @@ def _count_outputs(analysis, expr, scope=None) -> Optional[int]:
         return len(expr.elements)
     if isinstance(expr, cst.Call):
         f = expr.func
-        name = f.attr.value if isinstance(f, cst.Attribute) else \
-            f.value if isinstance(f, cst.Name) else ""
-        return 1 if name == "ShapeDtypeStruct" else None
+        if _analysis.last_name(f) in api.ONE_ARRAY_DESCRIPTIONS:
+            return 1
+        if isinstance(f, cst.Attribute) and \
+                _analysis.last_name(f.value) in api.ONE_ARRAY_DESCRIPTION_OWNERS:
+            return 1  # `jax.ShapeDtypeStruct.like(x)`, `pltpu.SemaphoreType.DMA(())`
+        return None
+    if isinstance(expr, cst.BinaryOperation) and type(expr.operator) is cst.Multiply:
+        # `[jax.ShapeDtypeStruct(s, t)] * 2`: a literal sequence repeated a literal count
+        seq, times = expr.left, expr.right
+        if isinstance(seq, cst.Integer):
+            seq, times = times, seq
+        if isinstance(seq, (cst.Tuple, cst.List)) and isinstance(times, cst.Integer):
+            n = _count_outputs(analysis, seq, scope)
+            k = _analysis._const_key(times)
+            return n * k if n is not None and type(k) is int and k >= 0 else None
+        return None
     if isinstance(analysis.value_of(expr), ArrayVal):
         return 1
     if isinstance(expr, cst.Name):

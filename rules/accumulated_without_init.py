@@ -72,12 +72,17 @@ class AccumulatedWithoutInit(Rule):
     No fix: where the initialisation goes (which grid axis, which value) is the author's call.
 
     ## Known limits
-    Only `pl.pallas_call` kernels whose every launch the analysis sees are checked. Its
-    scratch refs (the last parameters) need only a countable `scratch_shapes` (a list, or a
-    name bound once to one, also in a grid spec); its outputs also need positional operands,
-    an `out_shape` it can count (a `ShapeDtypeStruct`, an Array or a literal tuple of them,
-    also through a name the launching function binds), a literal `input_output_aliases`, and
-    as many ref parameters as operands, outputs and scratch buffers together. A store that
+    Only `pl.pallas_call` kernels whose every launch the analysis sees are checked (also
+    through a transform: `jax.vmap(pl.pallas_call(...))(x)`). Its scratch refs (the last
+    parameters) need only a countable `scratch_shapes` (a list, or a name bound once to one,
+    also in a grid spec); its outputs also need positional operands, a literal
+    `input_output_aliases`, as many ref parameters as operands, outputs and scratch buffers
+    together, and an `out_shape` it can count (a `ShapeDtypeStruct` or `.like(x)`,
+    `jax.typeof(x)`, a memory space's allocation, an Array, a literal tuple or list of them,
+    `[s] * 2`, also through a name the launching function binds) or, where it cannot (a
+    parameter, a pytree), a kernel each of whose parameters receives a ref (none bound by
+    `functools.partial`, none with a default): the outputs are then what the operands and
+    scratch buffers leave. A store that
     reads the ref only for its shape or dtype (`jnp.zeros_like(o_ref[...])`,
     `o_ref[...].shape`) initialises it, and so does one that reads it only inside a selection
     (`jnp.where(k == 0, x, o_ref[...] + x)`, `lax.select`, `a if c else b`), which may leave

@@ -52,10 +52,16 @@ class InputRefWritten(Rule):
     No fix: the write may belong in an output ref, or the input may need aliasing.
 
     ## Known limits
-    Only `pl.pallas_call` kernels whose every launch the analysis sees are checked (positional
-    operands, a countable `out_shape` and `scratch_shapes`, a literal `input_output_aliases`,
-    and as many ref parameters as operands, outputs and scratch buffers together). A kernel that
-    writes an input and some output is not reported (the input may be used as scratch).
+    Only `pl.pallas_call` kernels whose every launch the analysis sees are checked (also
+    through a transform: `jax.vmap(pl.pallas_call(...))(x)`), with positional operands, a
+    countable `scratch_shapes`, a literal `input_output_aliases`, and as many ref parameters as
+    operands, outputs and scratch buffers together. The outputs are counted from `out_shape`
+    (a `ShapeDtypeStruct` or `.like(x)`, `jax.typeof(x)`, a memory space's or semaphore's
+    allocation, an Array, a literal tuple or list of them, `[s] * 2`, also through a name the
+    launching function binds); where it cannot be counted (a parameter, a pytree), from the
+    kernel's parameters when each receives a ref (none bound by `functools.partial`, none with
+    a default). A kernel that writes an input and some output is not reported (the input may
+    be used as scratch).
 
     ## JAX versions
     Every version: JAX accepts the kernel silently (0.10.2 and 0.12.0.1 under

@@ -26,7 +26,8 @@ class OutputRefRebound(Rule):
 
     ## What it does
     Reports `o_ref = value` in a `pl.pallas_call` kernel when `o_ref` is one of the kernel's
-    output refs and `value` is an Array (a ref read, arithmetic, a `jax.numpy` result). The
+    output refs and `value` is an Array (a ref read, also `x_ref[pl.ds(0, 8)]`, arithmetic, a
+    `jax.numpy` result, a Pallas function returning an Array: `pltpu.roll(x, 1, 0)`). The
     output parameters are those after the operands of the kernel's launch and before the
     scratch buffers (`scratch_shapes=[...]`, directly or in a grid spec).
 
@@ -71,8 +72,9 @@ class OutputRefRebound(Rule):
     after `o_ref = x_ref[...] + 1`), no fix is offered.
 
     ## Known limits
-    Only `pl.pallas_call` kernels whose launch the analysis sees are checked, with positional
-    operands (no `*args`) and a countable `scratch_shapes`; kernels taking `*refs` are not.
+    Only `pl.pallas_call` kernels whose launch the analysis sees are checked (also through a
+    transform: `jax.vmap(pl.pallas_call(...))(x)`), with positional operands (no `*args`) and
+    a countable `scratch_shapes`; kernels taking `*refs` are not.
     Rebinding to a value the analysis does not know (`o_ref = helper(x)`, which might return a
     ref view) is not reported. Input refs rebound to their value (`x_ref = x_ref[...]`) are
     fine and not reported.

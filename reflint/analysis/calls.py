@@ -236,6 +236,8 @@ class CallsMixin:
                     qn.rsplit(".", 1)[1] in api.ARRAY_LIKE_CONSTRUCTORS:
                 # `jnp.zeros_like(x_ref)` takes a ref on purpose, and gives an Array.
                 return ArrayVal(node)
+            elif qn in api.PALLAS_ARRAY_FUNCTIONS:  # `pltpu.roll(x, 1, 0)`
+                return ArrayVal(node)
             return None
         fam = a.family
         F = api.Family
@@ -301,6 +303,10 @@ class CallsMixin:
                     return None
                 return _one_of(self._wrap(f, Transform(a.name, node, kwargs, rest), node)
                                for f in target.alts)
+            if isinstance(target, SpecialVal) and target.kind == "launcher" and not a.primals:
+                # `jax.vmap(pl.pallas_call(kernel, ...))(x, y)`: the transformed launcher
+                # takes the launcher's operands, one for one; calling it launches the kernel.
+                return target
             if target is None and not any(not arg.keyword for arg, _ in args):
                 return TransformVal(a.name, node, kwargs)
             if isinstance(target, QN) and a.role is not None:

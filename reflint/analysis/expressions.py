@@ -158,7 +158,8 @@ class ExpressionsMixin:
                 # `page_refs[group]` of a parameter named as a sequence of refs.
                 return SpecialVal("pallas_item", base, node)
             self._record_access("read", node, node.value, base, None, state)
-            if (base.origin == "pallas" or base.maybe_tree) and _single_variable_index(node):
+            if (base.origin == "pallas" or base.maybe_tree) and \
+                    _single_variable_index(node) and not self._ref_indexer(node):
                 # `refs[group]` of a kernel's pytree argument (or an item of one): a row of
                 # a ref, or one of a tuple of refs; unknown (`refs[group][i] = v`).
                 return None
@@ -189,6 +190,15 @@ class ExpressionsMixin:
         if isinstance(base, ArrayVal):
             return ArrayVal(node)
         return None
+
+    def _ref_indexer(self, node: cst.Subscript) -> bool:
+        """``x[pl.ds(i, n)]``: the one index is built by a Pallas index constructor
+        (api.REF_INDEXERS; the subscript's slices already evaluated)."""
+        v = node.slice[0].slice.value
+        if type(v) is not cst.Call:
+            return False
+        f = self._values.get(id(v.func))
+        return isinstance(f, QN) and f.qualname in api.REF_INDEXERS
 
     def _eval_sequence(self, node, state: _State) -> Optional[Value]:
         t = type(node)
