@@ -17,6 +17,14 @@ time in real code that creates refs (``r = jax.new_ref(x)``, ``jax.array_ref``,
   loses the initialisation (``pass`` in its place), when the function writes the ref nowhere
   else. Reported on an accumulation's line when the function is a Pallas kernel (a function
   nothing launches is a miss to read by hand).
+* ``rebind`` (REF019): in a kernel given by name to ``pallas_call`` in the module (also
+  through ``functools.partial(kernel, **config)``), launched with no scratch buffers, grid
+  spec or aliases (so a parameter it writes is an output), the one store ``o_ref[...] = v``
+  of a parameter used nowhere else (but for its shape or dtype) loses its ``[...]``:
+  ``o_ref = v``. The output is never written.
+* ``wrong_ref`` (REF029): in such a kernel writing one parameter, its last, the store writes
+  the first parameter (an input) instead: ``o_ref[...] = v`` -> ``x_ref[...] = v``. The
+  input's write is dropped and the output never written.
 
 Decided on the syntax, without reflint. The sources are read where they are (installed or
 fetched); nothing of them is copied into this repository.
@@ -38,7 +46,9 @@ from pallas_planted import (_col, _dotted, array_use, parsed, python_files,  # n
                             read_source)
 
 CONSTRUCTORS = ("new_ref", "array_ref", "mutable_array", "empty_ref")
-EXPECTED = {"read": "REF007", "return": "REF001", "twice": "REF002", "init": "REF028"}
+EXPECTED = {"read": "REF007", "return": "REF001", "twice": "REF002", "init": "REF028",
+            "rebind": "REF019", "wrong_ref": "REF029"}
+_METADATA = ("shape", "dtype", "ndim", "size")
 
 
 @dataclass
@@ -142,11 +152,15 @@ def find_plants(path: str, source: str) -> list:
         plants.append(Plant(kind, path, node.lineno, source[:start] + new_text + source[end:],
                             source[start:end]))
 
+    kernels = _plain_kernels(tree)
     for func in ast.walk(tree):
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for init in _init_plants(func, source, offsets, lines):
             plants.append(Plant("init", path, *init))
+        if id(func) in kernels:
+            for kind, store, name, new_text in _store_plants(func):
+                plant(kind, store, new_text)
         refs = _created_refs(func)
         if not refs:
             continue
@@ -165,6 +179,79 @@ def find_plants(path: str, source: str) -> list:
                 if len(names) >= 2 and names[0].id != names[1].id:
                     plant("twice", names[1], names[0].id)
     return plants
+
+
+def _plain_kernels(tree) -> set:
+    """id() of each function given by name (or as ``partial(name, **config)``) as the first
+    argument of every ``pallas_call`` launching it in its scope, when no launch has scratch
+    buffers, a grid spec or aliases: every parameter is an input or an output, the outputs
+    last."""
+    scopes = [tree] + [n for n in ast.walk(tree)
+                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    good, bad = {}, set()
+    for scope in scopes:
+        own = list(_own_nodes(scope, defs=True))
+        defs = {n.name: n for n in own if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        if scope is not tree:
+            defs.update({n.name: n for n in scope.body
+                         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))})
+        for n in own:
+            if not (isinstance(n, ast.Call) and
+                    (_dotted(n.func) or "").rsplit(".", 1)[-1] == "pallas_call" and n.args):
+                continue
+            first = n.args[0]
+            if isinstance(first, ast.Call) and \
+                    (_dotted(first.func) or "").rsplit(".", 1)[-1] == "partial" and \
+                    len(first.args) == 1:
+                first = first.args[0]
+            if not isinstance(first, ast.Name) or first.id not in defs:
+                continue
+            d = defs[first.id]
+            kws = {k.arg for k in n.keywords}
+            if kws & {"scratch_shapes", "grid_spec", "input_output_aliases", None} or \
+                    "out_shape" not in kws:
+                bad.add(id(d))
+            else:
+                good[id(d)] = d
+    return {k for k in good if k not in bad}
+
+
+def _store_plants(func) -> list:
+    """(kind, store target, name, new text) for the ``rebind`` and ``wrong_ref`` kinds."""
+    a = func.args
+    if a.vararg or a.kwarg or a.defaults or a.posonlyargs:
+        return []
+    params = [p.arg for p in a.args]
+    stores: dict = {}
+    other: dict = {}
+    meta = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Attribute) and node.attr in _METADATA:
+            meta.add(id(node.value))
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            name = _subscript_target(node.targets[0])
+            if name in params:
+                stores.setdefault(name, []).append(node.targets[0])
+    targets = {id(t.value) for ts in stores.values() for t in ts}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and node.id in params and id(node) not in targets and \
+                id(node) not in meta:
+            other.setdefault(node.id, []).append(node)
+        elif isinstance(node, ast.arg) and node.arg in params and node not in a.args:
+            other.setdefault(node.arg, []).append(node)  # shadowed in a nested function
+    out = []
+    for name, ts in stores.items():
+        if len(ts) != 1 or name in other:
+            continue
+        t = ts[0]
+        if isinstance(t.slice, ast.Constant) and t.slice.value is Ellipsis:
+            out.append(("rebind", t, name, name))
+    if len(stores) == 1 and len(params) >= 2:
+        (name, ts), = stores.items()
+        if name == params[-1] and len(ts) == 1 and name not in other and \
+                params[0] not in stores:
+            out.append(("wrong_ref", ts[0].value, name, params[0]))
+    return out
 
 
 def _subscript_target(node):

@@ -104,6 +104,38 @@ def test_planted_refs_outside_kernels():
         assert p.source.count("\n") == src.count("\n")
 
 
+def test_planted_store_kinds_in_launched_kernels():
+    """refs_planted.py's ``rebind`` (REF019) and ``wrong_ref`` (REF029) kinds: only in a
+    kernel ``pallas_call`` launches by name without scratch buffers, a grid spec or aliases,
+    on the one store of a parameter used nowhere else; reflint reports each plant."""
+    import refs_planted
+
+    src = ("import jax\nimport jax.numpy as jnp\nfrom jax.experimental import pallas as pl\n\n"
+           "def double(x_ref, o_ref):\n"
+           "    o_ref[...] = x_ref[...] * 2\n\n"
+           "def halve(x_ref, o_ref):\n"                # read after its store: no plant
+           "    o_ref[...] = x_ref[...] / 2\n"
+           "    o_ref[...] += o_ref[...]\n\n"
+           "def scratchy(x_ref, o_ref, acc_ref):\n"     # scratch buffers: no plant
+           "    o_ref[...] = x_ref[...]\n\n"
+           "def alone(x_ref, o_ref):\n"                # never launched: no plant
+           "    o_ref[...] = x_ref[...]\n\n"
+           "S = jax.ShapeDtypeStruct((8,), jnp.float32)\n"
+           "x = jnp.ones(8)\n"
+           "pl.pallas_call(double, out_shape=S)(x)\n"
+           "pl.pallas_call(halve, out_shape=S)(x)\n"
+           "pl.pallas_call(scratchy, out_shape=S, scratch_shapes=[S])(x)\n")
+    plants = refs_planted.find_plants("m.py", src)
+    assert sorted((p.kind, p.line, p.snippet) for p in plants) == [
+        ("rebind", 6, "o_ref[...]"), ("wrong_ref", 6, "o_ref")]
+    got = {p.kind: p.source.splitlines()[5] for p in plants}
+    assert got == {"rebind": "    o_ref = x_ref[...] * 2",
+                   "wrong_ref": "    x_ref[...] = x_ref[...] * 2"}
+    for p in plants:
+        code = refs_planted.EXPECTED[p.kind]
+        assert (6, code) in codes(p.source), p.kind
+
+
 def test_planting_drops_exactly_one_read():
     src = ("import jax.numpy as jnp\n\n"
            "def kernel(x_ref, y_ref, o_ref):\n"
@@ -297,6 +329,54 @@ def test_output_ref_rebound_needs_known_outputs():
                    "pl.pallas_call(k, out_shape=S, scratch_shapes=shapes)(x)\n"):
         src = HEAD + "def k(x_ref, o_ref):\n    o_ref = x_ref[...] * 2\n" + launch
         assert codes(src) == [], launch
+
+
+def test_output_ref_rebound_to_pallas_reads_and_array_functions():
+    # A NumPy operand: the kernel's parameters may be pytrees of refs, so `x_ref[i]` is
+    # unknown; an index built by `pl.ds` indexes a ref, and pltpu's array functions give
+    # Arrays.
+    launch = "pl.pallas_call(k, out_shape=S)(np.ones(8))\n"
+    head = HEAD + "import numpy as np\n"
+    for value, expected in [("x_ref[pl.ds(0, 8)]", [(10, "REF019")]),
+                            ("x_ref[pl.dslice(0, 8)]", [(10, "REF019")]),
+                            ("pltpu.roll(x_ref[...], 1, 0)", [(10, "REF019")]),
+                            ("pltpu.bitcast(x_ref[...], jnp.int32)", [(10, "REF019")]),
+                            ("x_ref[i]", []),            # a row, or one of a tuple of refs
+                            ("helper(x_ref[...])", []),  # unknown: might return a ref view
+                            ("x_ref.at[pl.ds(0, 8)]", [])]:  # a view: rebinding is fine
+        src = head + f"def k(x_ref, o_ref):\n    i = pl.program_id(0)\n    o_ref = {value}\n" + \
+            launch
+        assert codes(src) == expected, value
+
+
+@pytest.mark.parametrize("out_shape, n_params", [
+    ("jax.ShapeDtypeStruct.like(S)", 2),
+    ("jax.typeof(x)", 2),
+    ("pltpu.VMEM((8,), jnp.float32)", 2),
+    ("[S] * 2", 3),
+    ("(S,) * 2", 3),
+    ("[S, pltpu.SemaphoreType.DMA(())]", 3),
+    ("like", 2),  # the launching function's parameter: counted from the kernel's arity
+])
+def test_kernel_outputs_counted_from_out_shape_spellings(out_shape, n_params):
+    outs = ", ".join(f"o{k}_ref" for k in range(n_params - 1))
+    src = HEAD + (f"def k(x_ref, {outs}):\n"
+                  "    x_ref[...] = x_ref[...] * 2\n"
+                  "def run(x, like):\n"
+                  f"    return jax.vmap(pl.pallas_call(k, out_shape={out_shape}))(x)\n")
+    assert codes(src, Settings(select=frozenset({"REF029"}))) == [(8, "REF029")], out_shape
+
+
+@pytest.mark.parametrize("kernel, expected", [
+    # A parameter with a default receives no ref: not every parameter is one, so the
+    # outputs are not counted from the arity (one output, or two?).
+    ("def k(x_ref, o_ref, m_ref=None):\n    x_ref[...] = x_ref[...] * 2\n", []),
+    # A keyword-only parameter is configuration: two refs, one input and one output.
+    ("def k(x_ref, o_ref, *, n=2):\n    x_ref[...] = x_ref[...] * n\n", [(8, "REF029")]),
+])
+def test_kernel_outputs_by_arity_needs_every_parameter_a_ref(kernel, expected):
+    src = HEAD + kernel + "def run(x, like):\n    return pl.pallas_call(k, out_shape=like)(x)\n"
+    assert codes(src, Settings(select=frozenset({"REF029"}))) == expected
 
 
 def test_runtime_reports_an_unwritten_output_and_spares_aliased_ones():
