@@ -9,6 +9,8 @@ from reflint.diagnostics import SAFE, UNSAFE, Edit, Fix
 from reflint.rule import Finding, Rule
 from reflint.values import ArrayVal, QN
 
+from ._common import parents_of
+
 cst = lazy("reflint.nodes")
 _analysis = lazy("reflint.analysis")
 
@@ -137,6 +139,11 @@ def _array_reason(analysis, base, expr, func):
         if isinstance(node, cst.Subscript) and \
                 analysis.ref_of(node.value) is not None:
             return "read from a Ref"
+        if isinstance(node, cst.Element):
+            source = _unpacked_from(analysis, node)
+            if isinstance(source, cst.Call):
+                return f"unpacked from the result of {analysis.text_of(source.func)}()"
+            return "unpacked from an Array"
         return "an Array expression"
     if base is None and isinstance(expr, cst.Name):
         return _traced_array_param(analysis, expr.value, func)
@@ -187,7 +194,25 @@ def _true_array(analysis, node, depth, element=False) -> bool:
     if isinstance(node, cst.UnaryOperation):
         v = analysis.value_of(node.expression)
         return isinstance(v, ArrayVal) and _true_array(analysis, v.node, depth + 1)
+    if isinstance(node, cst.Element):
+        # `a, b = jnp.split(x, 2)`: an element of a target unpacking an Array (one of the
+        # Arrays a function returned, or a row of an Array).
+        source = _unpacked_from(analysis, node)
+        v = analysis.value_of(source) if source is not None else None
+        return isinstance(v, ArrayVal) and _true_array(analysis, v.node, depth + 1,
+                                                       element=True)
     return False
+
+
+def _unpacked_from(analysis, element):
+    """The value ``a, b = value`` unpacks into the target holding ``element``; None for any
+    other target (a loop's, a nested tuple's)."""
+    parents = parents_of(analysis)
+    target = parents.get(id(element))
+    assign = parents.get(id(parents.get(id(target))))
+    if not isinstance(target, (cst.Tuple, cst.List)) or not isinstance(assign, cst.Assign):
+        return None
+    return assign.value
 
 
 def _traced_array_param(analysis, name, func):

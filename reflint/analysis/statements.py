@@ -12,6 +12,7 @@ from .. import nodes as cst
 from .. import api
 from ..values import (
     QN,
+    ArrayVal,
     Choice,
     ClassVal,
     FuncVal,
@@ -614,8 +615,14 @@ class StatementsMixin:
                     self._bind_target(sub, v, state, stmt)
                 elif isinstance(e, cst.StarredElement):
                     self._bind_target(sub, None, state, stmt)
+                elif items is not None:
+                    self._bind_target(sub, items[i], state, stmt)
                 else:
-                    self._bind_target(sub, items[i] if items is not None else None, state, stmt)
+                    # `lo, hi = jnp.split(x, 2)`, `a, b = x_ref[...]`: an Array unpacks into
+                    # Arrays (its rows, or the parts a function returning several made),
+                    # each made at its element of the target.
+                    self._bind_target(sub, ArrayVal(e) if isinstance(value, ArrayVal) else None,
+                                      state, stmt)
         elif t is cst.Subscript:
             base = self._eval(target.value, state)
             self._eval_slices(target, state)
