@@ -1076,6 +1076,9 @@ SEQUENCE_RESULT_FUNCTIONS = frozenset({
 })
 # Modules whose functions return JAX Arrays (for REF013 and for "is this an Array").
 JAX_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.random.", "jax.nn.", "jax.scipy.")
+# Packages whose own functions (not their submodules') are those of `jax.numpy`: JAX's modules
+# spell it `from jax._src import numpy as jnp`.
+JAX_ARRAY_NAMESPACES = ("jax._src.numpy.",)
 # Pallas functions (of kernels) that return an Array (annotated `-> jax.Array` or binding a
 # primitive on Arrays, JAX 0.10.2 and 0.12.0.1): `o_ref = pltpu.roll(x, 1, 0)` rebinds an output
 # ref to an Array (REF019). Not array functions for REF007: what they do with a ref is not
@@ -1228,6 +1231,9 @@ def rejects_refs(qualname: str) -> bool:
 def returns_jax_array(qualname: str) -> bool:
     if canonical(qualname) is not None:
         return False
+    for ns in JAX_ARRAY_NAMESPACES:
+        if qualname.startswith(ns):
+            return "." not in qualname[len(ns):]
     return qualname.startswith(JAX_ARRAY_MODULES) or qualname in PALLAS_ARRAY_FUNCTIONS
 
 

@@ -25,6 +25,10 @@ time in real code that creates refs (``r = jax.new_ref(x)``, ``jax.array_ref``,
 * ``wrong_ref`` (REF029): in such a kernel writing one parameter, its last, the store writes
   the first parameter (an input) instead: ``o_ref[...] = v`` -> ``x_ref[...] = v``. The
   input's write is dropped and the output never written.
+* ``discard`` (REF023): a functional update rebinding its receiver, ``x = x.at[i].set(v)``
+  (any method of ``api.AT_UPDATE_METHODS``), loses its assignment: ``x.at[i].set(v)``; the
+  update is thrown away. Anywhere (not only where refs are made); a receiver reflint cannot
+  tell from a ref is a miss to read by hand.
 
 Decided on the syntax, without reflint. The sources are read where they are (installed or
 fetched); nothing of them is copied into this repository.
@@ -47,7 +51,7 @@ from pallas_planted import (_col, _dotted, array_use, parsed, python_files,  # n
 
 CONSTRUCTORS = ("new_ref", "array_ref", "mutable_array", "empty_ref")
 EXPECTED = {"read": "REF007", "return": "REF001", "twice": "REF002", "init": "REF028",
-            "rebind": "REF019", "wrong_ref": "REF029"}
+            "rebind": "REF019", "wrong_ref": "REF029", "discard": "REF023"}
 _METADATA = ("shape", "dtype", "ndim", "size")
 
 
@@ -152,6 +156,11 @@ def find_plants(path: str, source: str) -> list:
         plants.append(Plant(kind, path, node.lineno, source[:start] + new_text + source[end:],
                             source[start:end]))
 
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _rebinding_update(node):
+            plant("discard", node, source[offsets[node.value.lineno - 1] + _col(
+                lines, node.value.lineno, node.value.col_offset):_span(
+                source, offsets, lines, node.value)[1]])
     kernels = _plain_kernels(tree)
     for func in ast.walk(tree):
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -179,6 +188,23 @@ def find_plants(path: str, source: str) -> list:
                 if len(names) >= 2 and names[0].id != names[1].id:
                     plant("twice", names[1], names[0].id)
     return plants
+
+
+def _rebinding_update(node) -> bool:
+    """``x = x.at[i].set(v)`` (one name target, the update's receiver, on one line)."""
+    from reflint.api import AT_UPDATE_METHODS
+
+    if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name) or \
+            node.lineno != node.end_lineno:
+        return False
+    v = node.value
+    if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and
+            v.func.attr in AT_UPDATE_METHODS):
+        return False
+    at = v.func.value
+    return isinstance(at, ast.Subscript) and isinstance(at.value, ast.Attribute) and \
+        at.value.attr == "at" and isinstance(at.value.value, ast.Name) and \
+        at.value.value.id == node.targets[0].id
 
 
 def _plain_kernels(tree) -> set:
