@@ -136,6 +136,24 @@ def test_planted_store_kinds_in_launched_kernels():
         assert (6, code) in codes(p.source), p.kind
 
 
+def test_planted_discard_kind():
+    """refs_planted.py's ``discard`` kind (REF023): ``x = x.at[i].set(v)`` loses its
+    assignment, only where the target is the update's receiver."""
+    import refs_planted
+
+    src = ("import jax.numpy as jnp\n\n"
+           "def f(n):\n"
+           "    x = jnp.zeros(n)\n"
+           "    x = x.at[0].set(1.0)\n"
+           "    y = x.at[1].add(2.0)\n"     # another target: no plant
+           "    return x + y\n")
+    plants = refs_planted.find_plants("m.py", src)
+    assert [(p.kind, p.line, p.snippet) for p in plants] == [
+        ("discard", 5, "x = x.at[0].set(1.0)")]
+    assert plants[0].source.splitlines()[4] == "    x.at[0].set(1.0)"
+    assert (5, "REF023") in codes(plants[0].source)
+
+
 def test_planting_drops_exactly_one_read():
     src = ("import jax.numpy as jnp\n\n"
            "def kernel(x_ref, y_ref, o_ref):\n"
