@@ -226,19 +226,7 @@ class CallsMixin:
             return self._call_bag_or_super(node, qn, args, state)
         a = api.lookup(qn)
         if a is None:
-            if qn.startswith("builtins."):
-                return self._call_builtin(node, qn[len("builtins."):], args)
-            if api.is_array_function(qn):
-                self._array_function_args(node, qn, args)
-                if api.returns_jax_array(qn):
-                    return ArrayVal(node)
-            elif api.returns_jax_array(qn) and \
-                    qn.rsplit(".", 1)[1] in api.ARRAY_LIKE_CONSTRUCTORS:
-                # `jnp.zeros_like(x_ref)` takes a ref on purpose, and gives an Array.
-                return ArrayVal(node)
-            elif qn in api.PALLAS_ARRAY_FUNCTIONS:  # `pltpu.roll(x, 1, 0)`
-                return ArrayVal(node)
-            return None
+            return self._call_unregistered(node, qn, args)
         fam = a.family
         F = api.Family
         if fam is F.REF_CONSTRUCTOR:
@@ -346,6 +334,23 @@ class CallsMixin:
             if a.result is api.Result.PASS_THROUGH:
                 return first
             return ArrayVal(node) if isinstance(first, ArrayVal) else None
+        return None
+
+    def _call_unregistered(self, node: cst.Call, qn: str, args: list) -> Optional[Value]:
+        """A call of a name the registry has no entry for: a builtin, an array function
+        (its arguments checked for refs), a Pallas function returning an Array."""
+        if qn.startswith("builtins."):
+            return self._call_builtin(node, qn[len("builtins."):], args)
+        if api.is_array_function(qn):
+            self._array_function_args(node, qn, args)
+            if api.returns_jax_array(qn):
+                return ArrayVal(node)
+        elif api.returns_jax_array(qn) and \
+                qn.rsplit(".", 1)[1] in api.ARRAY_LIKE_CONSTRUCTORS:
+            # `jnp.zeros_like(x_ref)` takes a ref on purpose, and gives an Array.
+            return ArrayVal(node)
+        elif qn in api.PALLAS_ARRAY_FUNCTIONS:  # `pltpu.roll(x, 1, 0)`
+            return ArrayVal(node)
         return None
 
     def _call_builtin(self, node: cst.Call, name: str, args: list) -> Optional[Value]:
