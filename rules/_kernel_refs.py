@@ -108,12 +108,7 @@ def _count_specs(analysis, expr, scope) -> Optional[int]:
 
 
 def _is_block_spec(expr) -> bool:
-    if not isinstance(expr, cst.Call):
-        return False
-    f = expr.func
-    name = f.attr.value if isinstance(f, cst.Attribute) else \
-        f.value if isinstance(f, cst.Name) else ""
-    return name == "BlockSpec"
+    return isinstance(expr, cst.Call) and _analysis.last_name(expr.func) == "BlockSpec"
 
 
 def _pallas_call_entries(analysis, info) -> Optional[list]:

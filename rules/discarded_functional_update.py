@@ -10,6 +10,7 @@ from ._common import ref_name
 from .array_item_assignment import _is_local
 
 cst = lazy("reflint.nodes")
+_analysis = lazy("reflint.analysis")
 
 
 class DiscardedFunctionalUpdate(Rule):
@@ -136,9 +137,7 @@ def _expects_error(blocks) -> bool:
         if type(n) is cst.With:
             for item in n.items:
                 call = item.item
-                f = call.func if isinstance(call, cst.Call) else None
-                name = f.attr.value if isinstance(f, cst.Attribute) else \
-                    f.value if isinstance(f, cst.Name) else ""
+                name = _analysis.last_name(call.func) if isinstance(call, cst.Call) else ""
                 if name.startswith("assert") or name in ("raises", "warns", "catch_warnings"):
                     return True
     return False

@@ -334,13 +334,14 @@ def _reads_contents(value, name: str) -> bool:
     """``value`` reads an item of ``name`` for its contents: not for its shape or dtype
     (``jnp.zeros_like(r[...])``, ``r[...].shape``), and not through a selection that may
     leave it out (``jnp.where``, ``lax.select``, ``a if c else b``)."""
+    from reflint.api import SELECTING_WORDS
+
     metadata = set()
     for node in ast.walk(value):
         if isinstance(node, ast.IfExp) or isinstance(node, ast.Call) and \
-                (_dotted(node.func) or "").rpartition(".")[2] in ("where", "select", "select_n",
-                                                          "cond", "switch"):
+                (_dotted(node.func) or "").rpartition(".")[2] in SELECTING_WORDS:
             metadata.update(id(n) for n in ast.walk(node))  # may be selected away
-        if isinstance(node, ast.Attribute) and node.attr in ("shape", "dtype", "ndim", "size"):
+        if isinstance(node, ast.Attribute) and node.attr in _METADATA:
             metadata.add(id(node.value))
         if isinstance(node, ast.Call) and node.args and \
                 (_dotted(node.func) or "").endswith("_like"):
